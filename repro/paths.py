@@ -14,6 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_ENV = "REPRO_DATA_DIR"
 CACHE_ENV = "REPRO_CACHE_DIR"
 RESULTS_ENV = "REPRO_RESULTS_DIR"
+STATES_ENV = "REPRO_STATES_DIR"
 
 
 def data_dir() -> Path:
@@ -37,5 +38,12 @@ def cache_dir() -> Path:
 def results_dir() -> Path:
     """Committed small JSON results (default ``results/`` in the repository)."""
     folder = Path(os.environ.get(RESULTS_ENV, REPO_ROOT / "results")).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def states_dir() -> Path:
+    """Cache of encoded states (default ``<cache>/states``)."""
+    folder = Path(os.environ.get(STATES_ENV, cache_dir() / "states")).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     return folder

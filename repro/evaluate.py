@@ -1,0 +1,146 @@
+"""Evaluate encoders with mteb's own evaluators and turn the results into tidy pandas rows.
+
+:class:`StatesEncoder` is the mteb 2 encoder over :func:`repro.encode.encode`: it serves one layer and
+one pooling of the cached all-layer states, so evaluating every layer costs one forward pass per
+text set. Scores always come from ``mteb.evaluate`` (never re-implemented metrics), with
+``cache=None`` so that mteb's own result cache can never return another encoder's scores.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from repro.backbones import Backbone
+from repro.encode import EncodeConfig, encode
+from repro.tasks import TASKS
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def _model_meta(name: str, revision: str, dim: int):
+    from mteb.models.model_meta import ModelMeta
+
+    return ModelMeta.create_empty(overwrites=dict(
+        name=f"repro/{name}".replace(" ", "_"), revision=revision, embed_dim=dim,
+        similarity_fn_name="cosine", framework=["PyTorch"], languages=["eng-Latn"],
+    ))
+
+
+def _texts_from(inputs) -> list[str]:
+    texts: list[str] = []
+    for batch in inputs:
+        texts.extend(batch["text"])
+    return texts
+
+
+class StatesEncoder:
+    """An mteb encoder giving ``states[pooling][layer]`` of :func:`repro.encode.encode`.
+
+    ``transform`` (optional) maps the pooled states ``[n, d]`` to the final embeddings (e.g. an
+    EmbedFilter projection); it is applied to the cached states, never by re-encoding.
+    """
+
+    def __init__(self, backbone: Backbone, config: EncodeConfig, pooling: str = "last", layer: int = -1,
+                 transform=None, label: str | None = None, progress: bool = False):
+        from mteb.models.abs_encoder import AbsEncoder  # noqa: F401  (import check: mteb present)
+
+        if pooling not in config.poolings:
+            raise ValueError(f"pooling '{pooling}' was not encoded; config has {config.poolings}")
+        self.backbone, self.config, self.pooling, self.transform = backbone, config, pooling, transform
+        layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
+        layer = layers[layer] if layer < 0 else layer
+        if layer not in layers:
+            raise ValueError(f"layer {layer} was not encoded; config has layers {layers}")
+        self.layer, self.position = layer, layers.index(layer)
+        self.progress = progress
+        label = label or f"{backbone.name}-{config.prompt}-{pooling}-L{layer}"
+        self.mteb_model_meta = _model_meta(label, backbone.revision, backbone.hidden_size)
+
+    def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
+               **kwargs) -> np.ndarray:
+        states = encode(self.backbone, _texts_from(inputs), self.config, progress=self.progress)
+        emb = states[self.pooling][self.position]
+        return self.transform(emb) if self.transform is not None else emb
+
+    def similarity(self, a, b):
+        from mteb.similarity_functions import cos_sim
+
+        return cos_sim(a, b)
+
+    def similarity_pairwise(self, a, b):
+        from mteb.similarity_functions import pairwise_cos_sim
+
+        return pairwise_cos_sim(a, b)
+
+
+def run_mteb(model, tasks: Sequence, **kwargs) -> pd.DataFrame:
+    """``mteb.evaluate`` (no result cache) -> one row per task/split/subset with the main score."""
+    import mteb
+
+    start = time.perf_counter()
+    result = mteb.evaluate(model, list(tasks), cache=None, show_progress_bar=False,
+                           encode_kwargs={"batch_size": 256, "show_progress_bar": False}, **kwargs)
+    rows = tidy(result)
+    rows["eval_seconds_total"] = time.perf_counter() - start
+    return rows
+
+
+def tidy(result) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for task_result in result.task_results:
+        name = task_result.task_name
+        source = _source_for(name)
+        for split, subsets in task_result.scores.items():
+            for scores in subsets:
+                rows.append({
+                    "task": source.name if source else name,
+                    "category": source.category if source else None,
+                    "split": split,
+                    "subset": scores.get("hf_subset"),
+                    "main_score": float(scores["main_score"]) if scores.get("main_score") is not None else np.nan,
+                    "evaluation_time": task_result.evaluation_time,
+                })
+    return pd.DataFrame(rows)
+
+
+def _source_for(mteb_name: str):
+    for source in TASKS.values():
+        if mteb_name in (source.name, source.mteb_name):
+            return source
+    return None
+
+
+def evaluate_layers(backbone: Backbone, tasks: Iterable, config: EncodeConfig, *,
+                    layers: Sequence[int] | None = None, poolings: Sequence[str] | None = None,
+                    progress: bool = True) -> pd.DataFrame:
+    """Every (layer, pooling) of a backbone on every task: one forward pass per task text set.
+
+    Tasks are the outer loop so the in-memory states of a task are reused by all its layers.
+    """
+    from tqdm.auto import tqdm
+
+    all_layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
+    layers = all_layers if layers is None else list(layers)
+    poolings = list(poolings or config.poolings)
+    frames = []
+    for task in tasks:
+        encode_start = time.perf_counter()
+        first = True
+        for pooling in poolings:
+            for layer in tqdm(layers, desc=f"{task.metadata.name} {pooling}", disable=not progress, leave=False):
+                encoder = StatesEncoder(backbone, config, pooling, layer, progress=progress and first)
+                t0 = time.perf_counter()
+                rows = run_mteb(encoder, [task])
+                rows["seconds"] = time.perf_counter() - t0
+                rows["first_call_includes_encoding"] = first
+                rows["layer"], rows["pooling"] = layer, pooling
+                frames.append(rows)
+                first = False
+        frames[-1]["task_seconds"] = time.perf_counter() - encode_start
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -1,0 +1,103 @@
+"""Per-layer scores of a backbone on a suite: every layer's pooled state used as the embedding.
+
+Stored per task in ``results/layerwise/`` (so a killed run resumes at the first missing task; the
+encoder cache resumes inside a task). Run from the command line::
+
+    python -m repro.layerwise --backbone smollm2-135m --suite standard --prompt none
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+
+from repro.backbones import load_backbone
+from repro.encode import EncodeConfig, count_tokens
+from repro.evaluate import evaluate_layers
+from repro.results import load_or_compute
+from repro.tasks import TASKS, data_fingerprint, describe_suite, offline_task, read_task, suite_caps
+
+EXPERIMENT = "layerwise"
+
+
+def task_texts(name: str, suite: str) -> list[str]:
+    """Every text a task encodes (upper bound for classification: mteb undersamples the train split)."""
+    data = read_task(name, suite)
+    if TASKS[name].category == "Retrieval":
+        corpus = [(t + " " + x).strip() if t else x for t, x in zip(data["corpus"]["title"], data["corpus"]["text"])]
+        return data["queries"]["text"] + corpus
+    texts: list[str] = []
+    for cols in data.values():
+        for key in ("sentence1", "sentence2", "text"):
+            texts += cols.get(key, [])
+        for group in cols.get("sentences", []):
+            texts += group
+    return texts
+
+
+def layerwise_task(backbone, task_name: str, suite: str, config: EncodeConfig, layers: list[int] | None = None,
+                   recompute: bool = False, progress: bool = True) -> dict:
+    """Scores of the given layers (default: all) for one task; all layers are encoded (one forward) and
+    cached either way, so scoring more layers later costs no encoding."""
+    params = {"backbone": backbone.name, "revision": backbone.revision, "attention": backbone.attention,
+              "task": task_name, "suite": suite, "caps": describe_suite(suite), "encode": config.__dict__ | {
+                  "poolings": list(config.poolings), "layers": list(config.layers) if config.layers else None},
+              "data": data_fingerprint(task_name), "scored_layers": layers}
+
+    def compute():
+        start = time.perf_counter()
+        rows = evaluate_layers(backbone, [offline_task(task_name, suite)], config, layers=layers,
+                               progress=progress)
+        seconds = time.perf_counter() - start
+        timings = {"task_seconds": seconds,
+                   "tokens_upper_bound": count_tokens(backbone, task_texts(task_name, suite), config)}
+        return rows, timings, {"matches_mteb": TASKS[task_name].matches_mteb}
+
+    return load_or_compute(EXPERIMENT, params, compute, recompute=recompute)
+
+
+def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prompt: str = "none",
+              tasks: list[str] | None = None, attention: str = "causal", max_length: int = 512,
+              layers: list[int] | None = None, recompute: bool = False, progress: bool = True) -> pd.DataFrame:
+    suite_caps(suite)
+    tasks = tasks or list(TASKS)
+    for name in tasks:
+        if name not in TASKS:
+            raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
+    backbone = load_backbone(backbone_name, attention=attention)
+    config = EncodeConfig(prompt=prompt, max_length=max_length)
+    if layers is not None:  # negative indices count from the end (-1 = the final, post-norm state)
+        layers = sorted({x if x >= 0 else backbone.num_layers + 1 + x for x in layers})
+    frames = []
+    for name in tasks:
+        record = layerwise_task(backbone, name, suite, config, layers, recompute=recompute, progress=progress)
+        frame = pd.DataFrame(record["rows"])
+        frame["task_seconds_total"] = record["timings"]["task_seconds"]
+        frames.append(frame)
+        print(f"{name}: done ({record['timings']['task_seconds']:.0f} s)", flush=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backbone", default="smollm2-135m")
+    parser.add_argument("--suite", default="standard")
+    parser.add_argument("--prompt", default="none")
+    parser.add_argument("--attention", default="causal")
+    parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--tasks", nargs="*")
+    parser.add_argument("--layers", nargs="*", type=int,
+                        help="layers to score (default: all; -1 = the last). All layers are encoded anyway.")
+    parser.add_argument("--recompute", action="store_true")
+    args = parser.parse_args(argv)
+    df = layerwise(args.backbone, args.suite, args.prompt, args.tasks, args.attention, args.max_length,
+                   args.layers, args.recompute)
+    best = df.loc[df.groupby(["task", "pooling"])["main_score"].idxmax(), ["task", "pooling", "layer", "main_score"]]
+    print(best.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Shared fixtures: a tiny random decoder (llama, gemma3 or qwen2) with a tokenizer trained on the fly,
+so that unit tests need no model file; the real packaged backbone for integration tests."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+CORPUS = [
+    "A man is playing a guitar.", "A woman slices a tomato.", "The cat sat on the mat.",
+    "Rain is expected tomorrow in the north.", "Stock markets fell sharply on Monday.",
+    "This sentence : means in one word: Rewrite the following paragraph. The rewritten paragraph:",
+    "Summarize the sentence in one word", "中文 测试 😀 emoji", "abcdefghijklmnopqrstuvwxyz 0123456789",
+]
+
+
+def tiny_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "<bos>", "<eos>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>")
+
+
+def tiny_backbone(arch: str = "llama", attention: str = "causal", seed: int = 0):
+    from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, Qwen2Config
+
+    from repro.backbones import Backbone
+
+    tokenizer = tiny_tokenizer()
+    common = dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                  tie_word_embeddings=True)
+    config = {"llama": lambda: LlamaConfig(**common),
+              "qwen2": lambda: Qwen2Config(**common),
+              "gemma3": lambda: Gemma3TextConfig(**common, head_dim=8, sliding_window=512)}[arch]()
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    backbone = Backbone(name=f"tiny-{arch}", revision=f"seed{seed}", model=model, tokenizer=tokenizer)
+    backbone.set_attention(attention)
+    return backbone
+
+
+@pytest.fixture
+def tiny():
+    return tiny_backbone("llama")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path, monkeypatch):
+    """Each test writes caches and results to its own folders (never the repository's results/)."""
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("REPRO_STATES_DIR", str(tmp_path / "states"))
+    from repro import encode
+
+    encode._MEMO.clear()
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real packaged default backbone (converted once into the session's backbone cache)."""
+    from repro.backbones import load_backbone
+
+    return load_backbone("smollm2-135m")

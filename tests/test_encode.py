@@ -1,0 +1,199 @@
+import numpy as np
+import pytest
+import torch
+
+from repro import encode as encode_module
+from repro.encode import EncodeConfig, Tokenizer, count_tokens, encode
+from repro.prompts import PROMPTS, get_prompt
+
+TEXTS = ["A man is playing a guitar.", "The cat sat on the mat.", "Rain tomorrow.", "A woman slices a tomato."]
+NASTY = ["", "   \t ", "x" * 100_000, "ctrl \x00\x07\x1b chars", "中文 测试", "emoji 😀🎉", "normal text"]
+
+
+def _manual(backbone, text, config):
+    """Reference: one text alone, unpadded, pooled by hand."""
+    item = Tokenizer(backbone.tokenizer, get_prompt(config.prompt), config)(text)
+    ids = torch.tensor([item.ids])
+    with torch.no_grad():
+        hs = backbone.hidden_states(ids, torch.ones_like(ids))
+    last = torch.stack([h[0, -1] for h in hs]).numpy()
+    mean = torch.stack([h[0, item.mean_start:].mean(0) for h in hs]).numpy()
+    return last, mean
+
+
+@pytest.mark.parametrize("prompt", ["none", "prompteol", "echo"])
+def test_batched_pooling_matches_unpadded_single_forward(tiny, prompt):
+    config = EncodeConfig(prompt=prompt)
+    states = encode(tiny, TEXTS + ["a much longer sentence that forces padding " * 5], config, cache=False,
+                    progress=False)
+    for i, text in enumerate(TEXTS):
+        last, mean = _manual(tiny, text, config)
+        np.testing.assert_allclose(states["last"][:, i], last, atol=1e-5)
+        np.testing.assert_allclose(states["mean"][:, i], mean, atol=1e-5)
+
+
+def test_one_decoder_forward_per_batch_and_no_lm_head(tiny):
+    forwards, heads = [], []
+    tiny.decoder.register_forward_hook(lambda *a: forwards.append(1))
+    tiny.model.lm_head.register_forward_hook(lambda *a: heads.append(1))
+    states = encode(tiny, TEXTS, EncodeConfig(), cache=False, progress=False)
+    assert states["last"].shape == (tiny.num_layers + 1, len(TEXTS), tiny.hidden_size)
+    assert len(forwards) == 1 and heads == []
+
+
+def test_echo_mean_pools_the_second_copy_and_eos(tiny):
+    config = EncodeConfig(prompt="echo")
+    tok = Tokenizer(tiny.tokenizer, get_prompt("echo"), config)
+    item = tok("the cat")
+    second_literal = tok.literals[1]
+    text_ids = tiny.tokenizer("the cat", add_special_tokens=False).input_ids
+    # span = second copy of the text + the final literal (none) + EOS
+    assert item.ids[item.mean_start:] == text_ids + [tiny.tokenizer.eos_token_id]
+    assert item.ids[item.mean_start - len(second_literal):item.mean_start] == second_literal
+
+
+def test_truncation_keeps_the_prompt_and_respects_max_length(tiny):
+    long_text = " ".join(f"w{i}" for i in range(3000))
+    for prompt in ("prompteol", "echo", "none"):
+        for how in ("head", "head_tail"):
+            config = EncodeConfig(prompt=prompt, max_length=64, truncation=how)
+            tok = Tokenizer(tiny.tokenizer, get_prompt(prompt), config)
+            item = tok(long_text)
+            assert len(item.ids) <= 64
+            suffix = tok.literals[-1] + tok.eos
+            assert item.ids[len(item.ids) - len(suffix):] == suffix
+    head_tail = Tokenizer(tiny.tokenizer, get_prompt("none-noeos"), EncodeConfig(max_length=10, truncation="head_tail"))
+    ids = head_tail(long_text).ids
+    full = tiny.tokenizer(long_text[: 10 * encode_module.MAX_CHARS_PER_TOKEN // 2], add_special_tokens=False).input_ids
+    assert ids[:5] == full[:5]
+    assert tiny.tokenizer.decode(ids[5:]).strip().endswith("w2999")
+
+
+def test_max_length_too_small_for_the_prompt_is_a_clear_error(tiny):
+    with pytest.raises(ValueError, match="no room for the text"):
+        encode(tiny, ["hi"], EncodeConfig(prompt="prompteol", max_length=4), cache=False, progress=False)
+
+
+def test_bad_inputs_give_finite_vectors_of_the_right_shape(tiny):
+    for prompt in ("none", "none-noeos", "prompteol", "echo"):
+        states = encode(tiny, NASTY, EncodeConfig(prompt=prompt, max_length=128), cache=False, progress=False)
+        for array in states.values():
+            assert array.shape == (tiny.num_layers + 1, len(NASTY), tiny.hidden_size)
+            assert np.isfinite(array).all()
+    assert encode(tiny, [], EncodeConfig(), cache=False, progress=False)["last"].shape == (4, 0, 32)
+
+
+def test_wrong_types_and_names_are_rejected(tiny):
+    with pytest.raises(TypeError, match="str"):
+        encode(tiny, ["ok", None], EncodeConfig(), cache=False, progress=False)
+    with pytest.raises(ValueError, match="valid: " + ", ".join(PROMPTS)):
+        EncodeConfig(prompt="nope")
+    with pytest.raises(ValueError, match="valid: last, mean"):
+        EncodeConfig(poolings=("max",))
+    with pytest.raises(ValueError, match="head, head_tail"):
+        EncodeConfig(truncation="middle")
+    with pytest.raises(ValueError, match="max_length"):
+        EncodeConfig(max_length="512")
+    with pytest.raises(ValueError, match="out of range"):
+        encode(tiny, ["a"], EncodeConfig(layers=(0, 99)), cache=False, progress=False)
+
+
+def test_same_call_twice_is_bit_identical_without_cache(tiny):
+    a = encode(tiny, TEXTS * 3, EncodeConfig(), cache=False, progress=False)
+    b = encode(tiny, TEXTS * 3, EncodeConfig(), cache=False, progress=False)
+    for p in a:
+        assert np.array_equal(a[p], b[p])
+
+
+def test_duplicates_and_order_are_preserved(tiny):
+    states = encode(tiny, [TEXTS[1], TEXTS[0], TEXTS[1]], EncodeConfig(), cache=False, progress=False)
+    assert np.array_equal(states["last"][:, 0], states["last"][:, 2])
+    assert not np.array_equal(states["last"][:, 0], states["last"][:, 1])
+
+
+def test_cache_is_reused_bit_identically(tiny, monkeypatch):
+    config = EncodeConfig()
+    first = encode(tiny, TEXTS, config, progress=False)
+    encode_module._MEMO.clear()
+
+    def fail(*a, **k):
+        raise AssertionError("recomputed although cached")
+
+    monkeypatch.setattr(encode_module, "_forward_pooled", fail)
+    second = encode(tiny, TEXTS, config, progress=False)
+    for p in first:
+        assert np.array_equal(first[p], second[p])
+
+
+@pytest.mark.parametrize("change", [
+    dict(prompt="prompteol"), dict(max_length=64), dict(truncation="head_tail"), dict(instruction="Classify: "),
+    dict(poolings=("last",)), dict(layers=(1, 2)),
+])
+def test_any_changed_setting_misses_the_cache(tiny, monkeypatch, change):
+    encode(tiny, TEXTS, EncodeConfig(), progress=False)
+    encode_module._MEMO.clear()
+    calls = []
+    real = encode_module._forward_pooled
+    monkeypatch.setattr(encode_module, "_forward_pooled", lambda *a, **k: calls.append(1) or real(*a, **k))
+    encode(tiny, TEXTS, EncodeConfig(**change), progress=False)
+    assert calls, f"{change} read a stale cache"
+
+
+def test_changed_backbone_or_attention_misses_the_cache(monkeypatch):
+    from tests.conftest import tiny_backbone
+
+    a = tiny_backbone("llama", seed=0)
+    first = encode(a, TEXTS, EncodeConfig(), progress=False)
+    encode_module._MEMO.clear()
+    b = tiny_backbone("llama", "bidirectional", seed=0)
+    second = encode(b, TEXTS, EncodeConfig(), progress=False)
+    assert not np.array_equal(first["mean"], second["mean"])
+    c = tiny_backbone("llama", seed=1)
+    third = encode(c, TEXTS, EncodeConfig(), progress=False)
+    assert not np.array_equal(first["mean"], third["mean"])
+
+
+def test_killed_run_resumes_at_the_first_missing_chunk(tiny, monkeypatch):
+    monkeypatch.setattr(encode_module, "CHUNK_SIZE", 2)
+    texts = [f"sentence number {i} about cats" for i in range(7)]
+    real = encode_module._forward_pooled
+    calls = []
+
+    def dies_on_third_chunk(*args, **kwargs):
+        calls.append(len(args[1]))
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(encode_module, "_forward_pooled", dies_on_third_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        encode(tiny, texts, EncodeConfig(), progress=False)
+    calls.clear()
+    monkeypatch.setattr(encode_module, "_forward_pooled", lambda *a, **k: calls.append(len(a[1])) or real(*a, **k))
+    resumed = encode(tiny, texts, EncodeConfig(), progress=False)
+    assert calls == [2, 1], "only the two chunks missing after the kill are computed"
+    fresh = encode(tiny, texts, EncodeConfig(), cache=False, progress=False)
+    for p in fresh:
+        np.testing.assert_allclose(resumed[p], fresh[p], atol=1e-6)
+
+
+def test_batches_are_length_sorted_with_little_padding():
+    from repro.encode import _batches
+
+    lengths = [50, 40, 40, 10, 10, 10, 3]
+    groups = _batches(lengths, batch_tokens=100, max_batch=64)
+    assert [i for g in groups for i in g] == list(range(len(lengths)))
+    for g in groups:
+        assert max(lengths[i] for i in g) * len(g) <= 100 or len(g) == 1
+
+
+def test_count_tokens_counts_unique_texts(tiny):
+    n = count_tokens(tiny, TEXTS + TEXTS)
+    assert n == count_tokens(tiny, TEXTS) > len(TEXTS)
+
+
+@pytest.mark.integration
+def test_real_backbone_encodes_nasty_inputs(smollm2):
+    states = encode(smollm2, NASTY, EncodeConfig(prompt="prompteol", max_length=512), progress=False)
+    assert states["last"].shape == (31, len(NASTY), 576)
+    assert all(np.isfinite(a).all() for a in states.values())

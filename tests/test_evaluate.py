@@ -1,0 +1,77 @@
+import math
+
+import numpy as np
+import pytest
+
+from repro import layerwise as layerwise_module
+from repro.encode import EncodeConfig
+from repro.evaluate import StatesEncoder, evaluate_layers, run_mteb
+from repro.reference import PUBLISHED, comparison_table, load_minilm
+from repro.results import load_result
+from repro.tasks import offline_task, suite_tasks
+
+pytestmark = pytest.mark.integration
+
+SMOKE_TASKS = ["STSBenchmark", "AmazonCounterfactualClassification", "TwentyNewsgroupsClustering",
+               "TwitterURLCorpus", "SciFact"]
+
+
+def _count_forwards(backbone, fn):
+    calls = []
+    hook = backbone.decoder.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        result = fn()
+    finally:
+        hook.remove()
+    return result, len(calls)
+
+
+def test_every_category_scores_from_one_forward_per_text_set(smollm2, monkeypatch, tmp_path):
+    from repro import encode
+
+    tasks = suite_tasks("smoke", SMOKE_TASKS)
+    one, n_one = _count_forwards(smollm2, lambda: evaluate_layers(
+        smollm2, tasks, EncodeConfig(), layers=[30], poolings=["last"], progress=False))
+    encode._MEMO.clear()
+    monkeypatch.setenv("REPRO_STATES_DIR", str(tmp_path / "fresh_states"))
+    many, n_many = _count_forwards(smollm2, lambda: evaluate_layers(
+        smollm2, suite_tasks("smoke", SMOKE_TASKS), EncodeConfig(), layers=[15, 30], progress=False))
+    assert n_one > 0 and n_many == n_one, "more layers or poolings must not mean more forward passes"
+    assert len(many) == len(SMOKE_TASKS) * 2 * 2
+    assert set(many["category"]) == {"STS", "Classification", "Clustering", "PairClassification", "Retrieval"}
+    assert many["main_score"].between(-1, 1).all()
+    same = many[(many.layer == 30) & (many.pooling == "last")].reset_index(drop=True)
+    assert np.allclose(same["main_score"], one["main_score"])
+
+
+def test_constant_embedding_is_reported_as_nan_not_dropped(smollm2):
+    # layer 0 + EOS appended: every text's last-token state is the EOS embedding -> constant vectors
+    rows = evaluate_layers(smollm2, [offline_task("STS17", "smoke")], EncodeConfig(poolings=("last",)),
+                           layers=[0, 30], progress=False)
+    assert len(rows) == 2
+    by_layer = dict(zip(rows["layer"], rows["main_score"]))
+    assert math.isnan(by_layer[0])
+    assert not math.isnan(by_layer[30])
+
+
+def test_layerwise_runner_stores_and_reuses_results(smollm2, monkeypatch):
+    monkeypatch.setattr(layerwise_module, "load_backbone", lambda *a, **k: smollm2)
+    df = layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["STS17"], layers=[-1], progress=False)
+    assert list(df["layer"].unique()) == [30]
+    calls = []
+    monkeypatch.setattr(layerwise_module, "evaluate_layers", lambda *a, **k: calls.append(1))
+    again = layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["STS17"], layers=[-1], progress=False)
+    assert calls == [] and np.allclose(again["main_score"], df["main_score"])
+    with pytest.raises(ValueError, match="unknown task"):
+        layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["Nope"])
+
+
+def test_harness_reproduces_published_minilm_scores_on_full_sts_sets():
+    """The independent reference encoder through our tasks + mteb.evaluate gives MTEB's published scores."""
+    tasks = ["STSBenchmark", "STS17", "BIOSSES"]
+    rows = run_mteb(load_minilm(), [offline_task(t, "full") for t in tasks])
+    table = comparison_table({"rows": rows.to_dict("records")})
+    assert set(table["task"]) == set(tasks)
+    for _, row in table.iterrows():
+        assert abs(row["difference"]) <= 0.05, row.to_dict()
+    assert all(t in PUBLISHED for t in tasks)

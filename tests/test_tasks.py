@@ -1,0 +1,88 @@
+import pytest
+
+from repro import tasks
+from repro.paths import DATA_ENV, data_dir
+from repro.tasks import SUITES, TASKS, data_fingerprint, offline_task, read_task, suite_tasks
+
+
+def test_every_offline_task_loads_under_the_smoke_suite():
+    for name, source in TASKS.items():
+        task = offline_task(name, "smoke")
+        task.load_data()
+        assert task.hf_subsets == [source.hf_subset]
+        assert list(task.eval_splits) == ["test"]
+        split = task.dataset[source.hf_subset]
+        assert "test" in split
+        if source.category == "Classification":
+            assert "train" in split
+
+
+def test_suite_caps_are_applied_and_seeded():
+    caps = SUITES["smoke"]
+    sts = read_task("STS12", "smoke")["test"]
+    assert len(sts["sentence1"]) == caps.sts_pairs
+    assert read_task("STS12", "smoke") == read_task("STS12", "smoke")
+    cls = read_task("Banking77Classification", "smoke")
+    assert len(cls["test"]["text"]) == caps.cls_test and len(cls["train"]["text"]) == caps.cls_train
+    clus = read_task("TwentyNewsgroupsClustering", "smoke")["test"]
+    assert len(clus["sentences"]) == caps.clustering_subsets
+    assert sum(map(len, clus["sentences"])) == caps.clustering_docs
+    full = read_task("STS17", "full")["test"]
+    assert len(full["sentence1"]) == 250
+
+
+def test_full_suite_has_the_published_sizes():
+    assert len(read_task("STSBenchmark", "full")["test"]["score"]) == 1379
+    assert len(read_task("SICK-R", "full")["test"]["score"]) == 9927
+    banking = read_task("Banking77Classification", "full")
+    assert (len(banking["train"]["text"]), len(banking["test"]["text"])) == (10003, 3080)
+    assert len(set(banking["train"]["label"])) == 77
+
+
+def test_capped_retrieval_keeps_an_answer_for_every_query():
+    for name in ("SciFact", "ArguAna", "NFCorpusPreprocessed"):
+        data = read_task(name, "smoke")
+        doc_ids = set(data["corpus"]["id"])
+        assert len(doc_ids) <= SUITES["smoke"].corpus
+        assert data["queries"]["id"], name
+        for qid in data["queries"]["id"]:
+            assert any(d in doc_ids and s > 0 for d, s in data["qrels"][qid].items()), (name, qid)
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown task 'STS99'.*STS12"):
+        offline_task("STS99")
+    with pytest.raises(ValueError, match="unknown suite 'huge'; valid: smoke, standard, full"):
+        suite_tasks("huge")
+    with pytest.raises(ValueError, match="unknown task"):
+        suite_tasks("smoke", ["NotATask"])
+
+
+def test_missing_data_folder_names_the_variable(monkeypatch, tmp_path):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path / 'nowhere'}.*{DATA_ENV}"):
+        read_task("STS12", "smoke")
+
+
+def test_data_folder_can_be_relocated(monkeypatch, tmp_path):
+    real = data_dir()
+    (tmp_path / "eval" / "STS17").mkdir(parents=True)
+    lines = (real / "eval" / "STS17" / "test.tsv").read_text().splitlines()[:4]
+    (tmp_path / "eval" / "STS17" / "test.tsv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    assert len(read_task("STS17", "full")["test"]["score"]) == 3
+
+
+def test_fingerprint_depends_on_content(monkeypatch, tmp_path):
+    real = data_fingerprint("STS17")
+    assert real == data_fingerprint("STS17")
+    (tmp_path / "eval" / "STS17").mkdir(parents=True)
+    (tmp_path / "eval" / "STS17" / "test.tsv").write_text("sentence1\tsentence2\tscore\na\tb\t1\n")
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    assert data_fingerprint("STS17") != real
+
+
+def test_online_names_resolve_to_real_mteb_tasks_without_download():
+    online = tasks.online_task("NFCorpusPreprocessed")
+    assert online.metadata.name == "NFCorpus"
+    assert tasks.online_task("STS12").metadata.dataset["path"] == "mteb/sts12-sts"

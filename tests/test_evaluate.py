@@ -31,11 +31,11 @@ def test_every_category_scores_from_one_forward_per_text_set(smollm2, monkeypatc
 
     tasks = suite_tasks("smoke", SMOKE_TASKS)
     one, n_one = _count_forwards(smollm2, lambda: evaluate_layers(
-        smollm2, tasks, EncodeConfig(), layers=[30], poolings=["last"], progress=False))
+        smollm2, tasks, EncodeConfig(max_length=64), layers=[30], poolings=["last"], progress=False))
     encode._MEMO.clear()
     monkeypatch.setenv("REPRO_STATES_DIR", str(tmp_path / "fresh_states"))
     many, n_many = _count_forwards(smollm2, lambda: evaluate_layers(
-        smollm2, suite_tasks("smoke", SMOKE_TASKS), EncodeConfig(), layers=[15, 30], progress=False))
+        smollm2, suite_tasks("smoke", SMOKE_TASKS), EncodeConfig(max_length=64), layers=[15, 30], progress=False))
     assert n_one > 0 and n_many == n_one, "more layers or poolings must not mean more forward passes"
     assert len(many) == len(SMOKE_TASKS) * 2 * 2
     assert set(many["category"]) == {"STS", "Classification", "Clustering", "PairClassification", "Retrieval"}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create .venv (or $REPRO_VENV) and install the pinned stack; idempotent and quick when already installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${REPRO_VENV:-.venv}"
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -r requirements.txt -c constraints.txt
+"$VENV/bin/python" -m pip install -q --no-deps -r requirements-nodeps.txt -c constraints.txt
+"$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e .
+"$VENV/bin/python" -c "import torch, transformers, mteb; print('setup ok: torch', torch.__version__, '| transformers', transformers.__version__, '| mteb', mteb.__version__)"

@@ -56,3 +56,48 @@ def layer_similarity(states: np.ndarray, measure: str = "linear_cka") -> np.ndar
         if np.isnan(fn(states[i], states[i])):
             out[i, i] = np.nan
     return out
+
+
+def sentence_sample(n: int, seed: int = 0) -> list[str]:
+    """A fixed, seeded sample of distinct STS-B test sentences (from the data folder)."""
+    import random
+
+    from repro.tasks import read_task
+
+    data = read_task("STSBenchmark", "full")["test"]
+    sentences = sorted(set(data["sentence1"] + data["sentence2"]))
+    if not isinstance(n, int) or n < 3:
+        raise ValueError(f"n_sentences must be an integer >= 3, got {n!r}")
+    return random.Random(seed).sample(sentences, min(n, len(sentences)))
+
+
+def layer_correlation(backbone_name: str, n_sentences: int = 1000, pooling: str = "last", seed: int = 0,
+                      recompute: bool = False) -> dict:
+    """Both measures between every pair of layers of one backbone's EOS (last-token) states; stored."""
+    import time
+
+    import pandas as pd
+
+    from repro.backbones import load_backbone, resolve
+    from repro.encode import EncodeConfig, encode
+    from repro.results import load_or_compute
+
+    params = {"backbone": backbone_name, "revision": resolve(backbone_name)[1], "n_sentences": n_sentences,
+              "pooling": pooling, "prompt": "none", "seed": seed, "sentences": "STSBenchmark test"}
+
+    def compute():
+        start = time.perf_counter()
+        backbone = load_backbone(backbone_name)
+        texts = sentence_sample(n_sentences, seed)
+        states = encode(backbone, texts, EncodeConfig(prompt="none", poolings=(pooling,)))[pooling]
+        encoded = time.perf_counter() - start
+        rows = []
+        for measure in MEASURES:
+            matrix = layer_similarity(states, measure)
+            for i in range(matrix.shape[0]):
+                for j in range(matrix.shape[1]):
+                    rows.append({"measure": measure, "layer_i": i, "layer_j": j, "value": matrix[i, j]})
+        return pd.DataFrame(rows), {"encode_seconds": encoded, "total_seconds": time.perf_counter() - start,
+                                    "texts": len(texts)}, {}
+
+    return load_or_compute("p1_layer_correlation", params, compute, recompute=recompute)

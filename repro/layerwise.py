@@ -61,7 +61,10 @@ def layerwise_task(backbone, task_name: str, suite: str, config: EncodeConfig, l
 
 def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prompt: str = "none",
               tasks: list[str] | None = None, attention: str = "causal", max_length: int = 512,
-              layers: list[int] | None = None, recompute: bool = False, progress: bool = True) -> pd.DataFrame:
+              layers: list[int] | None = None, recompute: bool = False, progress: bool = True,
+              layer_step: int | None = None) -> pd.DataFrame:
+    """Scores per (task, layer, pooling). ``layers``: indices to score (negative count from the end);
+    ``layer_step``: score every step-th layer plus the last (ignored when ``layers`` is given)."""
     suite_caps(suite)
     tasks = tasks or list(TASKS)
     for name in tasks:
@@ -69,6 +72,10 @@ def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prom
             raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
     backbone = load_backbone(backbone_name, attention=attention)
     config = EncodeConfig(prompt=prompt, max_length=max_length)
+    if layers is None and layer_step is not None:
+        if not isinstance(layer_step, int) or layer_step < 1:
+            raise ValueError(f"layer_step must be a positive integer, got {layer_step!r}")
+        layers = sorted(set(range(0, backbone.num_layers + 1, layer_step)) | {backbone.num_layers})
     if layers is not None:  # negative indices count from the end (-1 = the final, post-norm state)
         layers = sorted({x if x >= 0 else backbone.num_layers + 1 + x for x in layers})
     frames = []

@@ -13,3 +13,11 @@ fi
 "$VENV/bin/python" -m pip install -q --no-deps -r requirements-nodeps.txt -c constraints.txt
 "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e .
 "$VENV/bin/python" -c "import torch, transformers, mteb; print('setup ok: torch', torch.__version__, '| transformers', transformers.__version__, '| mteb', mteb.__version__)"
+# MathJax 3 for the book, served locally (no CDN): npm's tarball, its es5/ folder only.
+if [ ! -f book/_vendor/mathjax/tex-chtml.js ]; then
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent mathjax@3.2.2 >/dev/null && tar xzf mathjax-3.2.2.tgz)
+  mkdir -p book/_vendor
+  rm -rf book/_vendor/mathjax && cp -r "$tmp/package/es5" book/_vendor/mathjax
+  rm -rf "$tmp"
+fi

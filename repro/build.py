@@ -1,0 +1,134 @@
+"""Build the book: papermill every notebook into ``book/``, then jupyter-book 1.x builds the site.
+
+    python -m repro.build                         # standard profile, every notebook, then the site
+    python -m repro.build --profile smoke         # what the tests build (minutes)
+    python -m repro.build --only p1_layer_correlation -p backbones='["gemma3-270m"]'
+    python -m repro.build --recompute             # ignore stored results
+
+Notebooks load stored results from ``results/`` for their exact parameters and compute only what is
+missing, so the standard book rebuilds from committed results in minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from repro.paths import REPO_ROOT
+
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+BOOK_DIR = REPO_ROOT / "book"
+CONFIG = REPO_ROOT / "_config.yml"
+
+# Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
+NOTEBOOKS: dict[str, dict[str, dict]] = {
+    "p1_layer_correlation": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "n_sentences": 64},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "n_sentences": 1000},
+    },
+    "p1_layerwise_mteb": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17", "AmazonCounterfactualClassification",
+                            "TwentyNewsgroupsClustering", "TwitterURLCorpus", "SciFact"],
+                  "layer_step": 10},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "suite": "standard",
+                     "tasks": None, "layer_step": 1},
+    },
+    "reproducibility": {
+        "smoke": {"profile": "smoke"},
+        "standard": {"profile": "standard"},
+    },
+}
+PROFILES = ("smoke", "standard")
+
+
+def parse_override(text: str) -> tuple[str, object]:
+    """``name=value``; the value is a Python/JSON literal when it parses as one, else a string."""
+    if "=" not in text:
+        raise ValueError(f"parameter override must look like name=value, got {text!r}")
+    name, raw = text.split("=", 1)
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return name.strip(), value
+
+
+def execute(name: str, profile: str, overrides: dict | None = None, recompute: bool = False,
+            output_dir: Path = BOOK_DIR) -> Path:
+    import nbformat
+    import papermill
+
+    if name not in NOTEBOOKS:
+        raise ValueError(f"unknown notebook '{name}'; valid: {', '.join(NOTEBOOKS)}")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
+    params = dict(NOTEBOOKS[name][profile])
+    unknown = set(overrides or {}) - set(params) - {"recompute"}
+    if unknown:
+        raise ValueError(f"notebook '{name}' has no parameter(s) {sorted(unknown)}; it has {sorted(params)}")
+    params.update(overrides or {})
+    params["recompute"] = recompute
+    output = output_dir / f"{name}.ipynb"
+    output_dir.mkdir(parents=True, exist_ok=True)
+    env_before = os.environ.get("REPRO_NOTEBOOK")
+    os.environ["REPRO_NOTEBOOK"] = name
+    try:
+        papermill.execute_notebook(str(NOTEBOOKS_DIR / f"{name}.ipynb"), str(output), parameters=params,
+                                   kernel_name="python3", cwd=str(REPO_ROOT), progress_bar=False)
+    finally:
+        if env_before is None:
+            os.environ.pop("REPRO_NOTEBOOK", None)
+    nb = nbformat.read(output, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    nbformat.write(nb, output)
+    return output
+
+
+def build_site(strict: bool = True) -> Path:
+    """jupyter-book 1.x over ``book/`` with the top-level ``_config.yml`` (never the repo root)."""
+    mathjax = BOOK_DIR / "_vendor" / "mathjax" / "tex-chtml.js"
+    if not mathjax.is_file():
+        raise FileNotFoundError(f"{mathjax} is missing: run scripts/setup.sh (it installs MathJax from npm)")
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(BOOK_DIR), "--config", str(CONFIG),
+           "--path-output", str(BOOK_DIR)]
+    if strict:
+        cmd += ["-W", "-n", "--keep-going"]
+    subprocess.run(cmd, check=True, cwd=REPO_ROOT)
+    return BOOK_DIR / "_build" / "html"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="standard", choices=PROFILES)
+    parser.add_argument("--only", nargs="*", help="notebooks to execute (default: all)")
+    parser.add_argument("-p", "--param", action="append", default=[], help="name=value override")
+    parser.add_argument("--recompute", action="store_true")
+    parser.add_argument("--no-site", action="store_true", help="execute notebooks only")
+    args = parser.parse_args(argv)
+    overrides = dict(parse_override(p) for p in args.param)
+    names = args.only or list(NOTEBOOKS)
+    timings = {}
+    for name in names:
+        start = time.perf_counter()
+        execute(name, args.profile, overrides if args.only else {}, args.recompute)
+        timings[name] = round(time.perf_counter() - start, 1)
+        print(f"executed {name} ({timings[name]} s)", flush=True)
+    if not args.no_site:
+        html = build_site()
+        print(f"site: {html / 'index.html'}")
+    print(json.dumps(timings))
+
+
+if __name__ == "__main__":
+    main()

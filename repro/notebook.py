@@ -1,0 +1,25 @@
+"""Helpers for the thin notebooks: parameter checking (papermill passes whatever the user typed)."""
+
+from __future__ import annotations
+
+
+def check_params(**specs) -> None:
+    """``check_params(name=(value, expected_type_or_tuple, allow_none))``: one clear TypeError per bad value.
+
+    ``list[str]``-style checks: pass ``(value, (list, str))`` to require a list whose items are str.
+    """
+    for name, spec in specs.items():
+        value, expected, *rest = spec
+        allow_none = bool(rest and rest[0])
+        if value is None and allow_none:
+            continue
+        if isinstance(expected, tuple) and len(expected) == 2 and expected[0] is list:
+            if not isinstance(value, list) or not all(isinstance(v, expected[1]) for v in value):
+                raise TypeError(f"parameter '{name}' must be a list of {expected[1].__name__}, got {value!r} "
+                                f"(papermill: -p {name} '[\"a\", \"b\"]' or -y '{name}: [a, b]')")
+            continue
+        if isinstance(value, bool) and expected is int:
+            raise TypeError(f"parameter '{name}' must be an integer, got {value!r}")
+        if not isinstance(value, expected):
+            names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
+            raise TypeError(f"parameter '{name}' must be {names}, got {type(value).__name__} {value!r}")

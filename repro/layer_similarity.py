@@ -89,7 +89,7 @@ def layer_correlation(backbone_name: str, n_sentences: int = 1000, pooling: str 
         start = time.perf_counter()
         backbone = load_backbone(backbone_name)
         texts = sentence_sample(n_sentences, seed)
-        states = encode(backbone, texts, EncodeConfig(prompt="none", poolings=(pooling,)))[pooling]
+        states = encode(backbone, texts, EncodeConfig(prompt="none", poolings=(pooling,)), progress=False)[pooling]
         encoded = time.perf_counter() - start
         rows = []
         for measure in MEASURES:

@@ -23,3 +23,29 @@ def check_params(**specs) -> None:
         if not isinstance(value, expected):
             names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
             raise TypeError(f"parameter '{name}' must be {names}, got {type(value).__name__} {value!r}")
+
+
+def quiet() -> None:
+    """Keep rendered pages clean: no progress bars or library warnings in cell outputs."""
+    import logging
+    import os
+    import warnings
+
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    warnings.filterwarnings("ignore")
+    logging.getLogger("mteb").setLevel(logging.ERROR)
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import datasets
+
+        datasets.disable_progress_bars()
+    except ImportError:  # pragma: no cover
+        pass

@@ -13,6 +13,14 @@ fi
 "$VENV/bin/python" -m pip install -q --no-deps -r requirements-nodeps.txt -c constraints.txt
 "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e .
 "$VENV/bin/python" -c "import torch, transformers, mteb; print('setup ok: torch', torch.__version__, '| transformers', transformers.__version__, '| mteb', mteb.__version__)"
+# Headless Chromium renders the built book in a test (Debian package; needs root).
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "warning: chromium is missing (sudo apt-get install chromium); the book rendering test will fail" >&2
+  fi
+fi
 # MathJax 3 for the book, served locally (no CDN): npm's tarball, its es5/ folder only.
 if [ ! -f book/_vendor/mathjax/tex-chtml.js ]; then
   tmp=$(mktemp -d)

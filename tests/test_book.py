@@ -1,0 +1,67 @@
+"""The book pipeline: papermill -> jupyter-book (smoke profile), pages rendered in headless Chromium."""
+
+import shutil
+
+import pytest
+
+from repro import build
+from repro.build import NOTEBOOKS, parse_override
+
+
+def test_overrides_parse_literals_and_strings():
+    assert parse_override("n_sentences=500") == ("n_sentences", 500)
+    assert parse_override('backbones=["gemma3-270m"]') == ("backbones", ["gemma3-270m"])
+    assert parse_override("suite=smoke") == ("suite", "smoke")
+    with pytest.raises(ValueError, match="name=value"):
+        parse_override("oops")
+
+
+def test_unknown_notebook_profile_or_parameter_is_refused():
+    with pytest.raises(ValueError, match="valid: " + ", ".join(NOTEBOOKS)):
+        build.execute("p9_nothing", "smoke")
+    with pytest.raises(ValueError, match="valid: smoke, standard"):
+        build.execute("reproducibility", "huge")
+    with pytest.raises(ValueError, match="no parameter"):
+        build.execute("p1_layer_correlation", "smoke", {"n_sentence": 3})
+
+
+def test_every_notebook_has_a_tagged_parameters_cell_and_no_outputs():
+    import nbformat
+
+    for name in NOTEBOOKS:
+        nb = nbformat.read(build.NOTEBOOKS_DIR / f"{name}.ipynb", as_version=4)
+        tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, name
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), name
+        for key in NOTEBOOKS[name]["smoke"]:
+            assert f"{key} =" in tagged[0].source, (name, key)
+
+
+@pytest.mark.integration
+def test_wrong_parameter_type_fails_with_a_clear_message(tmp_path):
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(PapermillExecutionError, match="n_sentences.*must be int"):
+        build.execute("p1_layer_correlation", "smoke", {"n_sentences": "many"}, output_dir=tmp_path)
+
+
+@pytest.mark.integration
+def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
+    from repro.screenshot import rendered_dom, screenshot
+
+    if shutil.which("chromium") is None:
+        pytest.fail("headless Chromium is required for this test: apt-get install chromium")
+    build.main(["--profile", "smoke"])
+    html = build.BOOK_DIR / "_build" / "html"
+    for name in NOTEBOOKS:
+        assert (html / f"{name}.html").is_file(), name
+    for page in ("intro", "p1_layer_correlation", "p1_layerwise_mteb"):
+        text = (html / f"{page}.html").read_text()
+        assert "cdn." not in text and "googleapis" not in text, f"{page} loads something from the network"
+    intro = rendered_dom(html / "intro.html")
+    assert "mjx-container" in intro, "MathJax did not typeset the math (served locally)"
+    figure_page = rendered_dom(html / "p1_layer_correlation.html")
+    assert "mjx-container" in figure_page and "<img" in figure_page
+    assert "<img" in rendered_dom(html / "p1_layerwise_mteb.html")
+    png = screenshot(html / "p1_layer_correlation.html", tmp_path / "figure.png")
+    assert png.stat().st_size > 50_000

@@ -86,3 +86,17 @@ def test_online_names_resolve_to_real_mteb_tasks_without_download():
     online = tasks.online_task("NFCorpusPreprocessed")
     assert online.metadata.name == "NFCorpus"
     assert tasks.online_task("STS12").metadata.dataset["path"] == "mteb/sts12-sts"
+
+
+def test_fast_undersampling_selects_exactly_what_mteb_selects():
+    import mteb
+
+    task = offline_task("EmotionClassification", "standard")
+    task.load_data()
+    train = task.dataset["default"]["train"]
+    original = type(mteb.get_task("EmotionClassification"))._undersample_data
+    ours_idx, theirs_idx = None, None
+    for experiment in range(3):
+        _, ours_idx, ours = task._undersample_data(train, experiment, ours_idx)
+        _, theirs_idx, theirs = original(task, train, experiment, theirs_idx)
+        assert ours == theirs and ours_idx == theirs_idx

@@ -72,8 +72,9 @@ def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prom
             raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
     backbone = load_backbone(backbone_name, attention=attention)
     config = EncodeConfig(prompt=prompt, max_length=max_length)
-    if layers is None and layer_step is not None:
-        if not isinstance(layer_step, int) or layer_step < 1:
+    if layers is None:  # every layer_step-th layer plus the last; all layers by default
+        layer_step = 1 if layer_step is None else layer_step
+        if not isinstance(layer_step, int) or isinstance(layer_step, bool) or layer_step < 1:
             raise ValueError(f"layer_step must be a positive integer, got {layer_step!r}")
         layers = sorted(set(range(0, backbone.num_layers + 1, layer_step)) | {backbone.num_layers})
     if layers is not None:  # negative indices count from the end (-1 = the final, post-norm state)
@@ -84,7 +85,8 @@ def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prom
         frame = pd.DataFrame(record["rows"])
         frame["task_seconds_total"] = record["timings"]["task_seconds"]
         frames.append(frame)
-        print(f"{name}: done ({record['timings']['task_seconds']:.0f} s)", flush=True)
+        if progress:
+            print(f"{name}: done ({record['timings']['task_seconds']:.0f} s)", flush=True)
     return pd.concat(frames, ignore_index=True)
 
 

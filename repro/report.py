@@ -34,19 +34,21 @@ def layerwise_table(backbone: str = "smollm2-135m", suite: str = "standard") -> 
     for r in records:
         frame = pd.DataFrame(r["rows"])
         frame["seconds"] = r["timings"]["task_seconds"]
-        frame["tokens (upper bound)"] = r["timings"]["tokens_upper_bound"]
+        frame["tokens, upper bound"] = r["timings"]["tokens_upper_bound"]
         frames.append(frame)
     df = pd.concat(frames)
     table = df.pivot_table(index=["category", "task"], columns="pooling", values="main_score", aggfunc="first")
     table = (table * 100).round(2)
-    info = df.groupby("task")[["seconds", "tokens (upper bound)"]].first()
+    info = df.groupby("task")[["seconds", "tokens, upper bound"]].first().round(0)
     table = table.join(info, on="task").reset_index()
-    layers = sorted(df["layer"].unique())
+    layers = [int(x) for x in sorted(df["layer"].unique())]
     total = info["seconds"].sum()
     return (table.to_markdown(index=False) + f"\n\n{backbone}, layer(s) {layers} (hidden-state index; the last is "
             f"the final post-norm state), prompt `none` (text + EOS), suite `{suite}`; main score x100 "
-            f"(Spearman, accuracy, V-measure, max AP, nDCG@10). Total {total / 60:.1f} min including encoding "
-            f"all {records[0]['params'].get('encode', {}).get('layers') or 'the'} layers.")
+            f"(Spearman, accuracy, V-measure, max AP, nDCG@10). `seconds`: wall time of the task (encoding all "
+            f"{records[0]['params'].get('encode', {}).get('layers') or 'the'} hidden states once + mteb's evaluators), "
+            f"total {total / 60:.1f} min. `tokens, upper bound`: tokens of every text in the task's capped files "
+            f"(classification encodes only mteb's undersampled training examples, far fewer).")
 
 
 def main():

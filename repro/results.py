@@ -60,7 +60,7 @@ def provenance() -> dict:
 def params_key(params: dict) -> str:
     blob = json.dumps(params, sort_keys=True, default=str)
     slug = "-".join(str(params[k]) for k in sorted(params) if isinstance(params[k], (str, int)) and k in
-                    ("backbone", "model", "prompt", "suite", "attention"))
+                    ("attention", "backbone", "model", "prompt", "suite", "task"))
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", slug)[:80]
     return f"{slug + '-' if slug else ''}{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 

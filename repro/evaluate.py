@@ -116,13 +116,29 @@ def _source_for(mteb_name: str):
     return None
 
 
+def sts_pair_similarities(prediction_folder) -> np.ndarray:
+    """The per-pair cosine similarities mteb's STS evaluator wrote to its prediction file."""
+    import json
+    from pathlib import Path
+
+    files = list(Path(prediction_folder).glob("*.json"))
+    if len(files) != 1:
+        raise RuntimeError(f"expected one mteb prediction file in {prediction_folder}, found {len(files)}")
+    record = json.loads(files[0].read_text())
+    subsets = [v for k, v in record.items() if k != "mteb_model_meta"]
+    return np.asarray(subsets[0]["test"]["cosine_scores"], dtype=np.float32)
+
+
 def evaluate_layers(backbone: Backbone, tasks: Iterable, config: EncodeConfig, *,
                     layers: Sequence[int] | None = None, poolings: Sequence[str] | None = None,
-                    progress: bool = True) -> pd.DataFrame:
+                    progress: bool = True, pair_similarities: dict | None = None) -> pd.DataFrame:
     """Every (layer, pooling) of a backbone on every task: one forward pass per task text set.
 
     Tasks are the outer loop so the in-memory states of a task are reused by all its layers.
+    ``pair_similarities`` (a dict, filled in place): for STS tasks, the per-pair cosine similarities
+    mteb computed, keyed ``(task, layer, pooling)``, for paired tests over pairs.
     """
+    import tempfile
     from tqdm.auto import tqdm
 
     all_layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
@@ -136,7 +152,13 @@ def evaluate_layers(backbone: Backbone, tasks: Iterable, config: EncodeConfig, *
             for layer in tqdm(layers, desc=f"{task.metadata.name} {pooling}", disable=not progress, leave=False):
                 encoder = StatesEncoder(backbone, config, pooling, layer, progress=progress and first)
                 t0 = time.perf_counter()
-                rows = run_mteb(encoder, [task])
+                if pair_similarities is not None and task.metadata.type == "STS":
+                    with tempfile.TemporaryDirectory() as folder:
+                        rows = run_mteb(encoder, [task], prediction_folder=folder)
+                        name = rows["task"].iloc[0]
+                        pair_similarities[(name, layer, pooling)] = sts_pair_similarities(folder)
+                else:
+                    rows = run_mteb(encoder, [task])
                 rows["seconds"] = time.perf_counter() - t0
                 rows["first_call_includes_encoding"] = first
                 rows["layer"], rows["pooling"] = layer, pooling

@@ -17,7 +17,7 @@ import pandas as pd
 from repro.backbones import load_backbone
 from repro.encode import EncodeConfig, count_tokens
 from repro.evaluate import evaluate_layers
-from repro.results import load_or_compute
+from repro.results import decode_array, encode_array, load_or_compute
 from repro.tasks import TASKS, data_fingerprint, describe_suite, offline_task, read_task, suite_caps
 
 EXPERIMENT = "layerwise"
@@ -49,14 +49,40 @@ def layerwise_task(backbone, task_name: str, suite: str, config: EncodeConfig, l
 
     def compute():
         start = time.perf_counter()
+        sims: dict = {}
         rows = evaluate_layers(backbone, [offline_task(task_name, suite)], config, layers=layers,
-                               progress=progress)
+                               progress=progress, pair_similarities=sims)
         seconds = time.perf_counter() - start
         timings = {"task_seconds": seconds,
                    "tokens_upper_bound": count_tokens(backbone, task_texts(task_name, suite), config)}
-        return rows, timings, {"matches_mteb": TASKS[task_name].matches_mteb}
+        extra = {"matches_mteb": TASKS[task_name].matches_mteb}
+        if sims:  # STS: per-pair cosine similarities (float16, base64) for paired tests over pairs
+            extra["pair_similarities"] = {f"{layer}:{pooling}": encode_array(values)
+                                          for (_, layer, pooling), values in sims.items()}
+        return rows, timings, extra
 
     return load_or_compute(EXPERIMENT, params, compute, recompute=recompute)
+
+
+def pair_similarities(record: dict, layer: int, pooling: str):
+    """Per-pair cosine similarities stored with an STS layerwise result (None if not stored)."""
+    blob = record.get("pair_similarities", {}).get(f"{layer}:{pooling}")
+    return None if blob is None else decode_array(blob)
+
+
+def stored_records(backbone_name: str, suite: str) -> dict[str, dict]:
+    """The stored layerwise record per task for a backbone and suite (the one scoring most layers)."""
+    from repro.results import all_results
+
+    best: dict[str, dict] = {}
+    for record in all_results(EXPERIMENT):
+        p = record["params"]
+        if p["backbone"] != backbone_name or p["suite"] != suite:
+            continue
+        n = len(p.get("scored_layers") or [])
+        if p["task"] not in best or n > len(best[p["task"]]["params"].get("scored_layers") or []):
+            best[p["task"]] = record
+    return best
 
 
 def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prompt: str = "none",

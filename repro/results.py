@@ -27,6 +27,23 @@ PACKAGES = ("torch", "transformers", "mteb", "sentence-transformers", "numpy", "
             "pandas", "peft", "accelerate", "gguf")
 
 
+def encode_array(values) -> str:
+    """A 1-D array as base64 of float16 (compact enough to commit: ~2 bytes a value)."""
+    import base64
+
+    import numpy as np
+
+    return base64.b64encode(np.asarray(values, dtype=np.float16).tobytes()).decode()
+
+
+def decode_array(blob: str):
+    import base64
+
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(blob), dtype=np.float16).astype(np.float32)
+
+
 def package_versions() -> dict[str, str]:
     out = {}
     for name in PACKAGES:

@@ -33,3 +33,26 @@ def wilcoxon_over_tasks(a, b, alpha: float = 0.05) -> dict:
     else:
         verdict = "not significant"
     return out | {"statistic": float(res.statistic), "p": p, "verdict": verdict}
+
+
+def paired_bootstrap_spearman(gold, sims_a, sims_b, n_resamples: int = 1000, seed: int = 0,
+                              confidence: float = 0.95) -> dict:
+    """Paired bootstrap over sentence pairs of Spearman(gold, a) - Spearman(gold, b).
+
+    Spearman is a set statistic, so pairs are resampled and both models' Spearman recomputed on the
+    same resample (scipy.stats.bootstrap, paired). Verdict: significant when the CI excludes 0."""
+    gold, a, b = (np.asarray(x, dtype=float) for x in (gold, sims_a, sims_b))
+    name = f"paired bootstrap over pairs ({n_resamples} resamples, {confidence:.0%} CI)"
+    if not (np.isfinite(a).all() and np.isfinite(b).all()) or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return {"test": name, "difference": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                "verdict": "undefined (a constant or non-finite similarity)"}
+
+    def diff(g, x, y):
+        return stats.spearmanr(g, x)[0] - stats.spearmanr(g, y)[0]
+
+    observed = diff(gold, a, b)
+    res = stats.bootstrap((gold, a, b), diff, paired=True, vectorized=False, n_resamples=n_resamples,
+                          confidence_level=confidence, method="percentile", random_state=seed)
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    verdict = "not significant" if low <= 0 <= high else ("first better" if low > 0 else "second better")
+    return {"test": name, "difference": float(observed), "ci_low": low, "ci_high": high, "verdict": verdict}

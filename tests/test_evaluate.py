@@ -58,6 +58,11 @@ def test_layerwise_runner_stores_and_reuses_results(smollm2, monkeypatch):
     monkeypatch.setattr(layerwise_module, "load_backbone", lambda *a, **k: smollm2)
     df = layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["STS17"], layers=[-1], progress=False)
     assert list(df["layer"].unique()) == [30]
+    from repro.results import all_results
+
+    (record,) = all_results("layerwise")
+    sims = layerwise_module.pair_similarities(record, 30, "mean")
+    assert sims is not None and sims.shape == (24,) and np.isfinite(sims).all()
     calls = []
     monkeypatch.setattr(layerwise_module, "evaluate_layers", lambda *a, **k: calls.append(1))
     again = layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["STS17"], layers=[-1], progress=False)

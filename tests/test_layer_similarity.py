@@ -29,3 +29,32 @@ def test_layer_matrix_is_symmetric_with_unit_diagonal():
         assert m[0, 1] > 0.9 > m[0, 2]
     with pytest.raises(ValueError, match="linear_cka, rsa"):
         layer_similarity(states, "cosine")
+
+
+def test_paired_bootstrap_detects_a_real_difference_and_not_a_fake_one():
+    from repro.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
+
+    rng = np.random.default_rng(0)
+    gold = rng.normal(size=400)
+    good = gold + 0.3 * rng.normal(size=400)
+    bad = gold + 3.0 * rng.normal(size=400)
+    assert paired_bootstrap_spearman(gold, good, bad, n_resamples=300)["verdict"] == "first better"
+    assert paired_bootstrap_spearman(gold, good, good + 1e-9 * rng.normal(size=400),
+                                     n_resamples=300)["verdict"] == "not significant"
+    small = wilcoxon_over_tasks([1, 2, 3, 4, 5], [0, 1, 2, 3, 4])
+    assert small["verdict"].startswith("untestable") and small["min_attainable_p"] == 2 / 32
+    assert wilcoxon_over_tasks(np.arange(10) + 1.0, np.arange(10))["verdict"] == "significant: first better"
+
+
+def test_arrays_round_trip_through_the_result_store_encoding():
+    from repro.results import decode_array, encode_array
+
+    x = np.linspace(-1, 1, 101).astype(np.float32)
+    assert np.allclose(decode_array(encode_array(x)), x, atol=1e-3)
+
+
+def test_bootstrap_on_a_constant_embedding_is_undefined_not_a_verdict():
+    from repro.stats import paired_bootstrap_spearman
+
+    gold = np.arange(20.0)
+    assert paired_bootstrap_spearman(gold, np.ones(20), gold)["verdict"].startswith("undefined")

@@ -21,6 +21,7 @@ from typing import Sequence
 import torch
 
 from repro.atomic import atomic_dir, atomic_path
+from repro.fingerprint import sha256_files
 from repro.paths import cache_dir
 
 ATTENTION_MODES = ("causal", "bidirectional")
@@ -76,14 +77,6 @@ def _module_folder(module: str, requirement: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def packaged_gguf_path(spec: PackagedGGUF) -> Path:
     """Path of the checksum-verified GGUF file of a packaged backbone (chunks reassembled in the cache)."""
     parts = [_module_folder(mod, spec.requirement) / rel for mod, rel in spec.chunks]
@@ -107,7 +100,7 @@ def packaged_gguf_path(spec: PackagedGGUF) -> Path:
 
 
 def _check_sha(path: Path, spec: PackagedGGUF) -> None:
-    got = _sha256(path)
+    got = sha256_files([path])
     if got != spec.sha256:
         raise ValueError(f"{spec.short_name}: GGUF {path} has sha256 {got}, expected {spec.sha256}; "
                          f"reinstall: {spec.requirement}")

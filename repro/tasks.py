@@ -13,13 +13,13 @@ sampling seed are part of every result (:func:`suite_caps`).
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from repro.fingerprint import sha256_files
 from repro.paths import data_dir
 
 CATEGORIES = ("STS", "Classification", "Clustering", "PairClassification", "Retrieval")
@@ -248,16 +248,8 @@ def read_task(name: str, suite: str = "standard") -> dict:
 
 def data_fingerprint(name: str) -> str:
     """sha256 over the task's files (names, sizes and contents)."""
-    digest = hashlib.sha256()
-    source = TASKS[name]
     folder = task_folder(name)
-    for fname in sorted(source.files.values()):
-        path = folder / fname
-        digest.update(fname.encode())
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]
+    return sha256_files([folder / f for f in sorted(TASKS[name].files.values())], with_names=True)[:16]
 
 
 # ---------------------------------------------------------------- mteb task objects

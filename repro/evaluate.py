@@ -60,7 +60,8 @@ class StatesEncoder:
         self.layer, self.position = layer, layers.index(layer)
         self.progress = progress
         label = label or f"{backbone.name}-{config.prompt}-{pooling}-L{layer}"
-        self.mteb_model_meta = _model_meta(label, backbone.revision, backbone.hidden_size)
+        dims = getattr(transform, "dims", backbone.hidden_size)
+        self.mteb_model_meta = _model_meta(label, backbone.revision, dims)
 
     def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
                **kwargs) -> np.ndarray:
@@ -129,40 +130,49 @@ def sts_pair_similarities(prediction_folder) -> np.ndarray:
     return np.asarray(subsets[0]["test"]["cosine_scores"], dtype=np.float32)
 
 
-def evaluate_layers(backbone: Backbone, tasks: Iterable, config: EncodeConfig, *,
-                    layers: Sequence[int] | None = None, poolings: Sequence[str] | None = None,
-                    progress: bool = True, pair_similarities: dict | None = None) -> pd.DataFrame:
-    """Every (layer, pooling) of a backbone on every task: one forward pass per task text set.
+def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, progress: bool = True,
+                      pair_similarities: dict | None = None, desc: str = "") -> pd.DataFrame:
+    """Every encoder on every task; rows carry each encoder's ``labels`` (e.g. layer and pooling).
 
-    Tasks are the outer loop so the in-memory states of a task are reused by all its layers.
-    ``pair_similarities`` (a dict, filled in place): for STS tasks, the per-pair cosine similarities
-    mteb computed, keyed ``(task, layer, pooling)``, for paired tests over pairs.
+    Tasks are the outer loop, so the in-memory states a task's first encoder computed are reused by
+    the others (they all read :func:`repro.encode.encode`'s memo). ``pair_similarities`` (a dict,
+    filled in place): for STS tasks, mteb's per-pair cosine similarities keyed
+    ``(task, *labels.values())``, for paired tests over pairs.
     """
     import tempfile
     from tqdm.auto import tqdm
 
+    frames = []
+    for task in tasks:
+        task_start = time.perf_counter()
+        for position, (labels, encoder) in enumerate(tqdm(encoders, desc=f"{task.metadata.name} {desc}".strip(),
+                                                          disable=not progress, leave=False)):
+            t0 = time.perf_counter()
+            if pair_similarities is not None and task.metadata.type == "STS":
+                with tempfile.TemporaryDirectory() as folder:
+                    rows = run_mteb(encoder, [task], prediction_folder=folder)
+                    key = (rows["task"].iloc[0], *labels.values())
+                    pair_similarities[key] = sts_pair_similarities(folder)
+            else:
+                rows = run_mteb(encoder, [task])
+            rows["seconds"] = time.perf_counter() - t0
+            rows["first_call_includes_encoding"] = position == 0
+            for column, value in labels.items():
+                rows[column] = value
+            frames.append(rows)
+        frames[-1]["task_seconds"] = time.perf_counter() - task_start
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def evaluate_layers(backbone: Backbone, tasks: Iterable, config: EncodeConfig, *,
+                    layers: Sequence[int] | None = None, poolings: Sequence[str] | None = None,
+                    progress: bool = True, pair_similarities: dict | None = None) -> pd.DataFrame:
+    """Every (layer, pooling) of a backbone on every task: one forward pass per task text set.
+    ``pair_similarities`` is keyed ``(task, layer, pooling)``."""
     all_layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
     layers = all_layers if layers is None else list(layers)
     poolings = list(poolings or config.poolings)
-    frames = []
-    for task in tasks:
-        encode_start = time.perf_counter()
-        first = True
-        for pooling in poolings:
-            for layer in tqdm(layers, desc=f"{task.metadata.name} {pooling}", disable=not progress, leave=False):
-                encoder = StatesEncoder(backbone, config, pooling, layer, progress=progress and first)
-                t0 = time.perf_counter()
-                if pair_similarities is not None and task.metadata.type == "STS":
-                    with tempfile.TemporaryDirectory() as folder:
-                        rows = run_mteb(encoder, [task], prediction_folder=folder)
-                        name = rows["task"].iloc[0]
-                        pair_similarities[(name, layer, pooling)] = sts_pair_similarities(folder)
-                else:
-                    rows = run_mteb(encoder, [task])
-                rows["seconds"] = time.perf_counter() - t0
-                rows["first_call_includes_encoding"] = first
-                rows["layer"], rows["pooling"] = layer, pooling
-                frames.append(rows)
-                first = False
-        frames[-1]["task_seconds"] = time.perf_counter() - encode_start
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    encoders = [({"layer": layer, "pooling": pooling},
+                 StatesEncoder(backbone, config, pooling, layer, progress=progress and i == 0))
+                for i, (pooling, layer) in enumerate((p, x) for p in poolings for x in layers)]
+    return evaluate_encoders(tasks, encoders, progress=progress, pair_similarities=pair_similarities)

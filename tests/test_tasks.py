@@ -1,4 +1,5 @@
 import pytest
+import numpy as np
 
 from repro import tasks
 from repro.paths import DATA_ENV, data_dir
@@ -52,7 +53,7 @@ def test_capped_retrieval_keeps_an_answer_for_every_query():
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ValueError, match="unknown task 'STS99'.*STS12"):
         offline_task("STS99")
-    with pytest.raises(ValueError, match="unknown suite 'huge'; valid: smoke, standard, full"):
+    with pytest.raises(ValueError, match="unknown suite 'huge'; valid: smoke, standard, compact, full"):
         suite_tasks("huge")
     with pytest.raises(ValueError, match="unknown task"):
         suite_tasks("smoke", ["NotATask"])
@@ -100,3 +101,15 @@ def test_fast_undersampling_selects_exactly_what_mteb_selects():
         _, ours_idx, ours = task._undersample_data(train, experiment, ours_idx)
         _, theirs_idx, theirs = original(task, train, experiment, theirs_idx)
         assert ours == theirs and ours_idx == theirs_idx
+
+
+def test_fast_classification_metrics_equal_mteb_on_the_label_column():
+    """The offline classification task slices the label Column once; mteb's metrics are unchanged."""
+    import mteb
+    from datasets import Dataset
+
+    task = offline_task("EmotionClassification", "smoke")
+    base = type(mteb.get_task("EmotionClassification"))
+    column = Dataset.from_dict({"label": [0, 1, 2, 1, 0, 2, 2, 1]})["label"]
+    pred = np.array([0, 1, 1, 1, 0, 2, 0, 1])
+    assert task._calculate_scores(column, pred) == base._calculate_scores(task, list(column), pred)

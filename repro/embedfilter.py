@@ -1,0 +1,172 @@
+"""The EmbedFilter experiment: one encode per backbone x prompt, every filter from the cached states.
+
+For each task of a suite the final (post-norm) state is encoded once with the prompt's pooling
+(PromptEOL: last token; Echo: mean over the second copy plus EOS), texts over 512 tokens keep their
+first and last halves (the official code keeps the first and last 256 tokens), and every variant
+(raw, EmbedFilter types and ratios, baselines) is scored by mteb from those cached states. Results
+are stored per task in ``results/embedfilter/`` (a killed run resumes at the first missing task)::
+
+    python -m repro.embedfilter --backbone smollm2-135m --prompt prompteol --suite compact
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from repro.backbones import load_backbone
+from repro.encode import EncodeConfig, count_tokens, encode
+from repro.evaluate import StatesEncoder, evaluate_encoders
+from repro.filters import make_filter, parse_variant, sweep_variants, unembedding_spectrum
+from repro.layerwise import task_texts
+from repro.paths import data_dir
+from repro.results import all_results, decode_array, encode_array, load_or_compute
+from repro.tasks import TASKS, data_fingerprint, describe_suite, offline_task, suite_caps
+
+EXPERIMENT = "embedfilter"
+PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
+NLI_FILE = "train/nli_triplets/snli_dev_test_triplets.jsonl"
+
+
+def encode_config(backbone, prompt: str, max_length: int = 512) -> EncodeConfig:
+    """The final (post-norm) state only, pooled as the prompt requires, head+tail truncation."""
+    if prompt not in PROMPT_POOLING:
+        raise ValueError(f"EmbedFilter prompts are {', '.join(PROMPT_POOLING)}; got '{prompt}'")
+    return EncodeConfig(prompt=prompt, poolings=(PROMPT_POOLING[prompt],), max_length=max_length,
+                        truncation="head_tail", layers=(backbone.num_layers,))
+
+
+def nli_sentences(n: int, seed: int = 0) -> list[str]:
+    """``n`` distinct sentences (seeded sample) from the NLI triplets, to fit the whitening baseline."""
+    path = data_dir() / NLI_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: the whitening baseline is fitted on the NLI triplets")
+    sentences: set[str] = set()
+    with open(path) as handle:
+        for line in handle:
+            row = json.loads(line)
+            sentences.update(row[k] for k in ("anchor", "positive", "negative"))
+    pool = sorted(sentences)
+    if n > len(pool):
+        raise ValueError(f"asked for {n} NLI sentences, the file has {len(pool)}")
+    return random.Random(seed).sample(pool, n)
+
+
+def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: int = 0,
+                whiten_sentences: int = 2000, progress: bool = False) -> dict[str, object]:
+    """variant name -> map (``None`` for raw). The SVD is cached; whitening encodes NLI sentences once."""
+    kinds = {parse_variant(v)[0] for v in variants}
+    spectrum = unembedding_spectrum(backbone) if kinds - {"raw", "truncate", "randproj", "whiten"} else None
+    fit = None
+    if "whiten" in kinds:
+        states = encode(backbone, nli_sentences(whiten_sentences, seed), config, progress=progress)
+        fit = states[config.poolings[0]][0]
+    return {v: make_filter(v, spectrum=spectrum, whitening_states=fit, d=backbone.hidden_size, seed=seed)
+            for v in variants}
+
+
+def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants: Sequence[str] | None = None,
+                     seed: int = 0, whiten_sentences: int = 2000, recompute: bool = False,
+                     progress: bool = True) -> dict:
+    config = encode_config(backbone, prompt)
+    variants = list(variants or sweep_variants())
+    params = {"backbone": backbone.name, "revision": backbone.revision, "attention": backbone.attention,
+              "task": task_name, "suite": suite, "caps": describe_suite(suite), "prompt": prompt,
+              "encode": config.__dict__ | {"poolings": list(config.poolings), "layers": list(config.layers)},
+              "variants": variants, "seed": seed, "whiten_sentences": whiten_sentences,
+              "data": data_fingerprint(task_name)}
+
+    def compute():
+        start = time.perf_counter()
+        maps = filters_for(backbone, config, variants, seed, whiten_sentences, progress)
+        build_seconds = time.perf_counter() - start
+        pooling = config.poolings[0]
+        encoders = [({"variant": name, "dims": fmap.dims if fmap is not None else backbone.hidden_size},
+                     StatesEncoder(backbone, config, pooling, -1, transform=fmap, label=f"{backbone.name}-{prompt}-{name}",
+                                   progress=progress and i == 0))
+                    for i, (name, fmap) in enumerate(maps.items())]
+        sims: dict = {}
+        rows = evaluate_encoders([offline_task(task_name, suite)], encoders, progress=progress,
+                                 pair_similarities=sims, desc=prompt)
+        timings = {"task_seconds": time.perf_counter() - start, "filter_build_seconds": build_seconds,
+                   "tokens_upper_bound": count_tokens(backbone, task_texts(task_name, suite), config)}
+        extra = {"matches_mteb": TASKS[task_name].matches_mteb}
+        if sims:
+            extra["pair_similarities"] = {variant: encode_array(values) for (_, variant, _dims), values in sims.items()}
+        return rows, timings, extra
+
+    return load_or_compute(EXPERIMENT, params, compute, recompute=recompute)
+
+
+def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", prompt: str = "prompteol",
+                tasks: Sequence[str] | None = None, variants: Sequence[str] | None = None, seed: int = 0,
+                whiten_sentences: int = 2000, recompute: bool = False, progress: bool = True) -> pd.DataFrame:
+    """Scores per (task, variant) for one backbone and prompt."""
+    suite_caps(suite)
+    tasks = list(tasks or TASKS)
+    for name in tasks:
+        if name not in TASKS:
+            raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
+    for v in variants or []:
+        parse_variant(v)
+    backbone = load_backbone(backbone_name)
+    encode_config(backbone, prompt)
+    frames = []
+    for name in tasks:
+        record = embedfilter_task(backbone, name, suite, prompt, variants, seed, whiten_sentences, recompute, progress)
+        frame = pd.DataFrame(record["rows"])
+        frame["backbone"], frame["prompt"] = backbone_name, prompt
+        frames.append(frame)
+        if progress:
+            print(f"{backbone_name} {prompt} {name}: done ({record['timings']['task_seconds']:.0f} s)", flush=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def stored_scores(suite: str = "compact") -> pd.DataFrame:
+    """Every stored EmbedFilter row of a suite, with backbone and prompt columns."""
+    frames = []
+    for record in all_results(EXPERIMENT):
+        p = record["params"]
+        if p["suite"] != suite:
+            continue
+        frame = pd.DataFrame(record["rows"])
+        frame["backbone"], frame["prompt"] = p["backbone"], p["prompt"]
+        frame["task_seconds_total"] = record["timings"]["task_seconds"]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def stored_pair_similarities(suite: str = "compact") -> dict[tuple[str, str, str, str], np.ndarray]:
+    """(backbone, prompt, task, variant) -> per-pair cosine similarities of the STS tasks."""
+    out = {}
+    for record in all_results(EXPERIMENT):
+        p = record["params"]
+        if p["suite"] == suite:
+            for variant, blob in record.get("pair_similarities", {}).items():
+                out[(p["backbone"], p["prompt"], p["task"], variant)] = decode_array(blob)
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backbone", default="smollm2-135m")
+    parser.add_argument("--prompt", default="prompteol", choices=sorted(PROMPT_POOLING))
+    parser.add_argument("--suite", default="compact")
+    parser.add_argument("--tasks", nargs="*")
+    parser.add_argument("--variants", nargs="*", help="default: raw, edge/1,2,4,8 and every type/baseline at 2")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--recompute", action="store_true")
+    args = parser.parse_args(argv)
+    df = embedfilter(args.backbone, args.suite, args.prompt, args.tasks, args.variants, args.seed,
+                     recompute=args.recompute)
+    print(df.groupby("variant")["main_score"].mean().sort_values().to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+import numpy as np
+import pytest
+
+from repro import embedfilter as ef
+from repro.results import all_results
+
+pytestmark = pytest.mark.integration
+
+VARIANTS = ["raw", "edge/1", "edge/2", "tail/2", "whiten/2", "randproj/2", "truncate/4"]
+
+
+def test_sweep_scores_every_variant_from_one_encode_and_resumes(monkeypatch):
+    forwards = []
+    from repro import encode as encode_module
+
+    original = encode_module._forward_pooled
+    monkeypatch.setattr(encode_module, "_forward_pooled", lambda *a, **k: forwards.append(1) or original(*a, **k))
+    df = ef.embedfilter("smollm2-135m", "smoke", "prompteol", ["STSBenchmark", "EmotionClassification"],
+                        VARIANTS, whiten_sentences=400, progress=False)
+    assert set(df["variant"]) == set(VARIANTS)
+    assert df.groupby("task")["variant"].nunique().eq(len(VARIANTS)).all()
+    dims = dict(zip(df["variant"], df["dims"]))
+    assert dims == {"raw": 576, "edge/1": 576, "edge/2": 288, "tail/2": 288, "whiten/2": 288,
+                    "randproj/2": 288, "truncate/4": 144}
+    # one encode per text set: NLI fit sentences + 2 STS sides + classification train and test
+    # (each at most a chunk), whatever the number of variants
+    assert len(forwards) <= 5
+    sts = df[df["task"] == "STSBenchmark"].set_index("variant")["main_score"]
+    assert sts["edge/1"] == pytest.approx(sts["raw"], abs=2e-3)  # ratio 1 is a rotation
+    assert sts.nunique() > 3  # filters change the score
+    sims = ef.stored_pair_similarities("smoke")
+    assert set(v for (_, _, task, v) in sims if task == "STSBenchmark") == set(VARIANTS)
+    record = [r for r in all_results(ef.EXPERIMENT) if r["params"]["task"] == "STSBenchmark"][0]
+    assert record["params"]["encode"]["truncation"] == "head_tail" and record["params"]["prompt"] == "prompteol"
+    # a second run reads the stored results: nothing is encoded or scored again
+    monkeypatch.setattr(ef, "evaluate_encoders", lambda *a, **k: pytest.fail("recomputed a stored result"))
+    again = ef.embedfilter("smollm2-135m", "smoke", "prompteol", ["STSBenchmark", "EmotionClassification"],
+                           VARIANTS, whiten_sentences=400, progress=False)
+    assert np.allclose(again["main_score"].to_numpy(), df["main_score"].to_numpy(), equal_nan=True)
+
+
+def test_bad_arguments_fail_before_any_work():
+    with pytest.raises(ValueError, match="EmbedFilter prompts"):
+        ef.embedfilter("smollm2-135m", "smoke", "none", ["STSBenchmark"])
+    with pytest.raises(ValueError, match="unknown filter variant"):
+        ef.embedfilter("smollm2-135m", "smoke", "echo", ["STSBenchmark"], ["edge/two"])
+    with pytest.raises(ValueError, match="unknown task"):
+        ef.embedfilter("smollm2-135m", "smoke", "echo", ["STS99"])
+    with pytest.raises(ValueError, match="asked for"):
+        ef.nli_sentences(10**7)

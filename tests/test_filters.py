@@ -1,0 +1,113 @@
+import numpy as np
+import pytest
+import torch
+
+from repro.encode import EncodeConfig, Tokenizer, encode
+from repro.filters import (FILTER_TYPES, embedfilter, filter_indices, kept_dims, make_filter, parse_variant,
+                           random_projection, svd_spectrum, sweep_variants, truncation, unembedding_spectrum,
+                           whitening)
+from repro.prompts import get_prompt
+
+TEXTS = ["A man is playing a guitar.", "The cat sat on the mat.", "Rain tomorrow.", "A woman slices a tomato."]
+
+
+def _cos(x):
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return x @ x.T
+
+
+@pytest.mark.parametrize("d,ratio", [(576, 2), (640, 4), (896, 8), (7, 2), (64, 1)])
+def test_filter_indices_keep_k_distinct_rows_where_each_type_says(d, ratio):
+    k = kept_dims(d, ratio)
+    assert k == d // ratio
+    for kind in FILTER_TYPES:
+        idx = filter_indices(kind, d, k, seed=3)
+        assert len(idx) == k and len(set(idx.tolist())) == k and idx.min() >= 0 and idx.max() < d
+    assert filter_indices("tail", d, k).tolist() == list(range(k))
+    assert filter_indices("head", d, k).tolist() == list(range(d - k, d))
+    edge = filter_indices("edge", d, k)
+    assert edge[0] == (d - k) // 2 and abs(edge[0] - (d - 1 - edge[-1])) <= 1  # centred window
+    mid = filter_indices("mid", d, k).tolist()
+    assert mid[: k // 2] == list(range(k // 2)) and mid[k // 2:] == list(range(d - (k - k // 2), d))
+    np.testing.assert_array_equal(filter_indices("rand", d, k, seed=1), filter_indices("rand", d, k, seed=1))
+
+
+def test_bad_ratios_and_names_are_rejected():
+    for bad in (0, -2, 2.0, "2", True, 1000):
+        with pytest.raises(ValueError):
+            kept_dims(576, bad)
+    for bad in ("edgy/2", "edge", "edge/x", "whiten/-1", ""):
+        with pytest.raises(ValueError):
+            parse_variant(bad)
+    with pytest.raises(ValueError, match="unknown filter type"):
+        filter_indices("middle", 10, 5)
+    assert parse_variant("raw") == ("raw", None) and parse_variant("mid/4") == ("mid", 4)
+    names = sweep_variants()
+    assert names[0] == "raw" and "edge/8" in names and "whiten/2" in names and len(names) == len(set(names))
+
+
+def test_svd_spectrum_is_the_svd_of_lm_head(tiny):
+    spectrum = unembedding_spectrum(tiny)
+    w = tiny.model.lm_head.weight.detach().double().numpy()
+    s = np.linalg.svd(w, compute_uv=False)
+    np.testing.assert_allclose(spectrum.singular_values, s, rtol=1e-4)
+    assert np.all(np.diff(spectrum.singular_values) <= 0)
+    np.testing.assert_allclose(spectrum.vh @ spectrum.vh.T, np.eye(tiny.hidden_size), atol=1e-4)
+    # the cached copy is the same spectrum
+    again = unembedding_spectrum(tiny)
+    np.testing.assert_array_equal(again.vh, spectrum.vh)
+    with pytest.raises(ValueError):
+        svd_spectrum(np.zeros((3, 8)))  # vocab < d
+
+
+@pytest.mark.parametrize("prompt,pooling", [("echo", "mean"), ("prompteol", "last")])
+def test_filtering_token_states_then_pooling_equals_filtering_the_pooled_state(tiny, prompt, pooling):
+    """EmbedFilter is defined on every token's final state before pooling; the book filters the
+    cached pooled state. They agree because the map is linear."""
+    spectrum = unembedding_spectrum(tiny)
+    fmap = embedfilter(spectrum, "edge", 2)
+    config = EncodeConfig(prompt=prompt, poolings=(pooling,), layers=(tiny.num_layers,))
+    pooled = encode(tiny, TEXTS, config, cache=False, progress=False)[pooling][0]
+    tokenize = Tokenizer(tiny.tokenizer, get_prompt(prompt), config)
+    for i, text in enumerate(TEXTS):
+        item = tokenize(text)
+        ids = torch.tensor([item.ids])
+        with torch.no_grad():
+            final = tiny.hidden_states(ids, torch.ones_like(ids))[-1][0].numpy()  # [T, d], post-norm
+        filtered_tokens = fmap(final)  # filter every token state
+        expected = filtered_tokens[-1] if pooling == "last" else filtered_tokens[item.mean_start:].mean(0)
+        np.testing.assert_allclose(fmap(pooled[i:i + 1])[0], expected, atol=1e-5)
+
+
+def test_ratio_one_is_a_rotation_so_cosine_similarities_are_unchanged(tiny):
+    spectrum = unembedding_spectrum(tiny)
+    x = np.random.default_rng(0).normal(size=(20, tiny.hidden_size)).astype(np.float32)
+    for kind in FILTER_TYPES:
+        np.testing.assert_allclose(_cos(embedfilter(spectrum, kind, 1)(x)), _cos(x), atol=1e-5)
+    # at ratio 2 the filters differ from each other and from the raw states
+    halves = {kind: _cos(embedfilter(spectrum, kind, 2)(x)) for kind in ("edge", "tail", "head")}
+    assert not np.allclose(halves["edge"], halves["tail"], atol=1e-3)
+    assert not np.allclose(halves["edge"], _cos(x), atol=1e-3)
+
+
+def test_baselines_have_k_dims_and_do_what_they_say():
+    rng = np.random.default_rng(0)
+    fit = rng.normal(size=(500, 64)) @ rng.normal(size=(64, 64)) + 3.0
+    w = whitening(fit, 2)
+    z = w(fit)
+    assert z.shape == (500, 32)
+    np.testing.assert_allclose(z.mean(0), 0, atol=1e-4)
+    np.testing.assert_allclose(np.cov(z, rowvar=False), np.eye(32), atol=0.02)
+    x = rng.normal(size=(5, 64)).astype(np.float32)
+    np.testing.assert_array_equal(truncation(64, 4)(x), x[:, :16])
+    p1, p2 = random_projection(64, 2, seed=0), random_projection(64, 2, seed=0)
+    assert p1(x).shape == (5, 32)
+    np.testing.assert_array_equal(p1.matrix, p2.matrix)
+    assert not np.array_equal(p1.matrix, random_projection(64, 2, seed=1).matrix)
+    with pytest.raises(ValueError, match="at least"):
+        whitening(fit[:10], 2)
+    with pytest.raises(ValueError, match="width"):
+        truncation(64, 2)(np.zeros((2, 65)))
+    with pytest.raises(ValueError, match="needs states"):
+        make_filter("whiten/2", d=64)
+    assert make_filter("raw") is None

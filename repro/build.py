@@ -41,6 +41,29 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "suite": "standard",
                      "tasks": None, "layer_step": 1},
     },
+    **{name: {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17", "SciFact"], "ratios": [1, 2]},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
+                     "prompts": ["prompteol", "echo"], "suite": "compact", "tasks": None, "ratios": [1, 2, 4, 8]},
+    } for name in ("p2_main_table", "p2_filter_types")},
+    "p2_vocab_probe": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompt": "prompteol", "n_sentences": 40,
+                  "n_resamples": 50},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
+                     "prompt": "prompteol", "n_sentences": 500, "n_resamples": 1000},
+    },
+    "p2_spectrum": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "n_sentences": 40},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
+                     "prompts": ["prompteol", "echo"], "n_sentences": 500},
+    },
+    "p2_dimension_cost": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17", "SciFact"], "ratios": [1, 2]},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
+                     "prompts": ["prompteol", "echo"], "suite": "compact", "tasks": None, "ratios": [1, 2, 4, 8]},
+    },
     "reproducibility": {
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},

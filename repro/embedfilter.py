@@ -34,6 +34,58 @@ PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "m
 NLI_FILE = "train/nli_triplets/snli_dev_test_triplets.jsonl"
 
 
+# Quoted from the paper (main table: mean over 49 MTEB datasets x 100; ablation: an ablation subset of
+# tasks, Qwen2.5-0.5B, PromptEOL, ratio 2), as recorded in ../shared/papers/official-code-notes.md from
+# two independent secondary summaries that agree. Never computed here.
+PAPER_SOURCE = "EmbedFilter (arXiv 2606.07502), quoted via two agreeing secondary summaries"
+PAPER_MAIN = [  # backbone, prompt, variant, score
+    ("Qwen2.5-0.5B", "PromptEOL", "raw", 50.07), ("Qwen2.5-0.5B", "PromptEOL", "edge/2", 54.57),
+    ("Qwen2.5-0.5B", "PromptEOL", "edge/4", 53.47), ("Qwen2.5-0.5B", "PromptEOL", "edge/8", 51.43),
+    ("Qwen2.5-0.5B", "Echo", "raw", 46.03), ("Qwen2.5-0.5B", "Echo", "edge/2", 52.55),
+    ("Llama-3.1-8B-Instruct", "PromptEOL", "raw", 55.13), ("Llama-3.1-8B-Instruct", "PromptEOL", "edge/2", 56.79),
+    ("Llama-3.1-8B-Instruct", "Echo", "raw", 53.52), ("Llama-3.1-8B-Instruct", "Echo", "edge/2", 57.70),
+    ("Llama-3.1-8B-Instruct", "Echo", "edge/4", 57.32), ("Llama-3.1-8B-Instruct", "Echo", "edge/8", 56.61),
+    ("Mistral-7B-Instruct-v0.3", "PromptEOL", "raw", 49.47), ("Mistral-7B-Instruct-v0.3", "PromptEOL", "edge/2", 51.50),
+    ("Mistral-7B-Instruct-v0.3", "Echo", "raw", 53.21), ("Mistral-7B-Instruct-v0.3", "Echo", "edge/2", 56.10),
+]
+PAPER_ABLATION = {"raw": 63.04, "truncate/2": 62.56, "rand/2": 63.27, "head/2": 60.34, "tail/2": 67.74,
+                  "mid/2": 59.92, "edge/2": 69.48, "ideal/2": 68.52}  # Qwen2.5-0.5B, PromptEOL, ablation subset
+
+
+def paper_main_table() -> pd.DataFrame:
+    """The paper's published main-table numbers (quoted, labelled as such)."""
+    frame = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
+    return frame.pivot_table(index=["backbone", "prompt"], columns="variant", values="score").reset_index()
+
+
+def mean_scores(scores: pd.DataFrame, by: Sequence[str] = ("backbone", "prompt", "variant")) -> pd.DataFrame:
+    """Mean main score x100 over tasks (a task's subsets averaged first), overall and per category."""
+    per_task = scores.groupby([*by, "category", "task"], as_index=False)["main_score"].mean()
+    per_task["score"] = per_task["main_score"] * 100
+    overall = per_task.groupby(list(by))["score"].agg(["mean", "count"]).rename(columns={"mean": "all tasks", "count": "tasks"})
+    per_cat = per_task.pivot_table(index=list(by), columns="category", values="score", aggfunc="mean")
+    return overall.join(per_cat).reset_index()
+
+
+def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
+    """Per backbone x prompt: each variant vs raw, Wilcoxon signed-rank over tasks (two-sided)."""
+    from repro.stats import wilcoxon_over_tasks
+
+    per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False)["main_score"].mean()
+    rows = []
+    for (b, p), part in per_task.groupby(["backbone", "prompt"]):
+        wide = part.pivot_table(index="task", columns="variant", values="main_score") * 100
+        for v in variants:
+            if v == "raw" or v not in wide or "raw" not in wide:
+                continue
+            t = wilcoxon_over_tasks(wide[v], wide["raw"])
+            rows.append({"backbone": b, "prompt": p, "variant": v, "tasks": t["n"],
+                         "mean difference vs raw": round(t["mean_difference"], 2),
+                         "wins": int((wide[v] > wide["raw"]).sum()), "losses": int((wide[v] < wide["raw"]).sum()),
+                         "p (Wilcoxon)": t["p"], "verdict": t["verdict"].replace("first", "filter").replace("second", "raw")})
+    return pd.DataFrame(rows)
+
+
 def encode_config(backbone, prompt: str, max_length: int = 512) -> EncodeConfig:
     """The final (post-norm) state only, pooled as the prompt requires, head+tail truncation."""
     if prompt not in PROMPT_POOLING:

@@ -85,6 +85,34 @@ def stored_records(backbone_name: str, suite: str) -> dict[str, dict]:
     return best
 
 
+def compute_time(backbone_name: str, suite: str) -> pd.DataFrame:
+    """Seconds per task spent encoding and scoring, from every stored record of a backbone and suite.
+
+    A record's first mteb call includes the encoding when the states were not cached yet; its
+    encoding time is estimated as that call minus the record's median call. A task's encoding time is
+    the largest such estimate over its records (the run that encoded it); its scoring time is the sum of
+    the calls of the record that scored the most layers, minus any encoding in it."""
+    from repro.results import all_results
+
+    per_record = []
+    for record in all_results(EXPERIMENT):
+        p = record["params"]
+        if p["backbone"] != backbone_name or p["suite"] != suite:
+            continue
+        df = pd.DataFrame(record["rows"])
+        calls = df.groupby(["layer", "pooling"], sort=False).agg(seconds=("seconds", "first"),
+                                                                 first=("first_call_includes_encoding", "any"))
+        encoding = max(float(calls.loc[calls["first"], "seconds"].sum() - calls["seconds"].median()), 0.0)
+        per_record.append({"task": p["task"], "layers": len(p.get("scored_layers") or []) or len(calls) // 2,
+                           "encode_seconds": encoding, "score_seconds": float(calls["seconds"].sum()) - encoding})
+    if not per_record:
+        return pd.DataFrame(columns=["task", "encode_seconds", "score_seconds"])
+    frame = pd.DataFrame(per_record)
+    encode = frame.groupby("task")["encode_seconds"].max()
+    score = frame.loc[frame.groupby("task")["layers"].idxmax()].set_index("task")["score_seconds"]
+    return pd.DataFrame({"encode_seconds": encode, "score_seconds": score}).reset_index()
+
+
 def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prompt: str = "none",
               tasks: list[str] | None = None, attention: str = "causal", max_length: int = 512,
               layers: list[int] | None = None, recompute: bool = False, progress: bool = True,

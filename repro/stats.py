@@ -14,13 +14,14 @@ def min_attainable_p(n: int) -> float:
     return 2.0 / 2 ** n if n > 0 else 1.0
 
 
-def wilcoxon_over_tasks(a, b, alpha: float = 0.05) -> dict:
-    """Two-sided Wilcoxon signed-rank test of paired per-task scores ``a`` vs ``b`` (NaN pairs dropped)."""
+def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
+    """Two-sided Wilcoxon signed-rank test of paired per-task scores ``a`` vs ``b`` (NaN pairs dropped).
+    ``unit`` names what is paired (tasks, sentences, ...) in the reported test name."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
     n = int(len(a))
-    out = {"test": "Wilcoxon signed-rank over tasks (two-sided)", "n": n, "mean_difference": float(np.mean(a - b)) if n else np.nan,
+    out = {"test": f"Wilcoxon signed-rank over {unit} (two-sided)", "n": n, "mean_difference": float(np.mean(a - b)) if n else np.nan,
            "min_attainable_p": min_attainable_p(n)}
     if n == 0 or np.allclose(a, b):
         return out | {"statistic": np.nan, "p": 1.0 if n else np.nan, "verdict": "no difference" if n else "no data"}

@@ -49,12 +49,12 @@ SUITES: dict[str, Caps] = {
     "standard": Caps(sts_pairs=1500, cls_test=2000, cls_train=None, clustering_docs=None,
                      clustering_subsets=10, pairs=2000, queries=200, corpus=500),
     # compact: every task, smaller samples, for sweeps over several backbones x prompts (EmbedFilter)
-    "compact": Caps(sts_pairs=500, cls_test=500, cls_train=None, clustering_docs=None,
-                    clustering_subsets=5, pairs=500, queries=100, corpus=300),
+    "compact": Caps(sts_pairs=500, cls_test=300, cls_train=1000, clustering_docs=None,
+                    clustering_subsets=3, pairs=500, queries=50, corpus=200),
     "full": Caps(),
 }
 # IMDB reviews are ~300 tokens each: the capped suites cap its test split harder.
-LONG_TEXT_TEST_CAP = {"standard": 300, "compact": 100}
+LONG_TEXT_TEST_CAP = {"standard": 300, "compact": 60}
 
 
 @dataclass(frozen=True)

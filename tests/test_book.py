@@ -55,7 +55,7 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     html = build.BOOK_DIR / "_build" / "html"
     for name in NOTEBOOKS:
         assert (html / f"{name}.html").is_file(), name
-    for page in ("intro", "p1_layer_correlation", "p1_layerwise_mteb"):
+    for page in ("intro", *NOTEBOOKS):
         text = (html / f"{page}.html").read_text()
         assert "cdn." not in text and "googleapis" not in text, f"{page} loads something from the network"
     intro = rendered_dom(html / "intro.html")
@@ -63,5 +63,9 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     figure_page = rendered_dom(html / "p1_layer_correlation.html")
     assert "mjx-container" in figure_page and "<img" in figure_page
     assert "<img" in rendered_dom(html / "p1_layerwise_mteb.html")
+    main_table = rendered_dom(html / "p2_main_table.html")
+    assert "mjx-container" in main_table and "<img" in main_table and "54.57" in main_table  # quoted paper number
+    for page in ("p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"):
+        assert "<img" in rendered_dom(html / f"{page}.html"), page
     png = screenshot(html / "p1_layer_correlation.html", tmp_path / "figure.png")
     assert png.stat().st_size > 50_000

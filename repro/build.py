@@ -37,9 +37,9 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "suite": "smoke",
                   "tasks": ["STSBenchmark", "STS17", "AmazonCounterfactualClassification",
                             "TwentyNewsgroupsClustering", "TwitterURLCorpus", "SciFact"],
-                  "layer_step": 10},
+                  "layer_step": 10, "n_reference": 200},
         "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "suite": "standard",
-                     "tasks": None, "layer_step": 1},
+                     "tasks": None, "layer_step": 1, "n_reference": 2000},
     },
     **{name: {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",

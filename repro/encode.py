@@ -208,11 +208,13 @@ _MEMO_SIZE = 3
 
 def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None = None, *,
            cache: bool = True, cache_root: Path | None = None, batch_tokens: int = 8192, max_batch: int = 64,
-           progress: bool = True) -> dict[str, np.ndarray]:
+           progress: bool = True, select: tuple[str, int] | None = None) -> dict[str, np.ndarray]:
     """Pooled states ``{pooling: array[layers, len(texts), hidden]}`` (float32), in the order of ``texts``.
 
     ``layers`` are hidden-state indices: 0 is the embedding output, ``num_layers`` the final
-    (post-norm) state. All layers come from one forward pass.
+    (post-norm) state. All layers come from one forward pass (and are all cached).
+    ``select=(pooling, position)``: return only that pooling and that position of the config's layer list
+    (``{pooling: array[1, len(texts), hidden]}``), without copying the other layers.
     """
     config = config or EncodeConfig()
     texts = list(texts)
@@ -273,6 +275,9 @@ def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None
                 _MEMO.popitem(last=False)
     position = {t: i for i, t in enumerate(unique)}
     index = np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))
+    if select is not None:
+        pooling, layer_position = select
+        return {pooling: states[pooling][layer_position][index][None]}
     return {p: array[:, index] for p, array in states.items()}
 
 

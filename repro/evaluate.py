@@ -65,8 +65,9 @@ class StatesEncoder:
 
     def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
                **kwargs) -> np.ndarray:
-        states = encode(self.backbone, _texts_from(inputs), self.config, progress=self.progress)
-        emb = states[self.pooling][self.position]
+        states = encode(self.backbone, _texts_from(inputs), self.config, progress=self.progress,
+                        select=(self.pooling, self.position))
+        emb = states[self.pooling][0]
         return self.transform(emb) if self.transform is not None else emb
 
     def similarity(self, a, b):

@@ -197,3 +197,12 @@ def test_real_backbone_encodes_nasty_inputs(smollm2):
     states = encode(smollm2, NASTY, EncodeConfig(prompt="prompteol", max_length=512), progress=False)
     assert states["last"].shape == (31, len(NASTY), 576)
     assert all(np.isfinite(a).all() for a in states.values())
+
+
+def test_select_returns_one_layer_and_pooling_equal_to_the_full_result(tiny):
+    config = EncodeConfig(prompt="none")
+    full = encode(tiny, TEXTS + TEXTS[:2], config, progress=False)
+    for pooling, position in (("last", 0), ("mean", tiny.num_layers), ("mean", 1)):
+        one = encode(tiny, TEXTS + TEXTS[:2], config, progress=False, select=(pooling, position))
+        assert list(one) == [pooling] and one[pooling].shape == (1, len(TEXTS) + 2, tiny.hidden_size)
+        np.testing.assert_array_equal(one[pooling][0], full[pooling][position])

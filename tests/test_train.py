@@ -1,0 +1,139 @@
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from repro import train as train_module
+from repro.heads import MODELS, TrainablePooling, head_inputs, head_parameters, make_head, model_spec
+from repro.train import TrainConfig, batch_indices, info_nce, load_trained, train
+
+from conftest import tiny_backbone
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    """A tiny random llama saved as a model folder, loadable by name in subprocesses."""
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    backbone = tiny_backbone("llama")
+    backbone.model.save_pretrained(folder)
+    backbone.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _config(tiny_dir, **kw):
+    base = dict(backbone=tiny_dir, model=5, steps=3, batch_size=4, validation_triplets=8, validation_sts_pairs=16,
+                max_length=24, eval_every=100, checkpoint_every=2, lora_dropout=0.0, head_latents=4, head_heads=4,
+                warmup_steps=1)
+    return TrainConfig(**(base | kw))
+
+
+def test_heads_pool_every_design_to_unit_vectors_and_ignore_padding():
+    backbone = tiny_backbone("llama")
+    ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    hidden = backbone.hidden_states(ids, mask)
+    for number, spec in MODELS.items():
+        states, padding = head_inputs(hidden, mask, spec.head_input)
+        expected = {"eos": 1, "last_layer_eos": 1, "all_layers_eos": 3, "last_layer_tokens": 5, "all_layers_mean": 3}
+        assert states.shape == (2, expected[spec.head_input], 32), number
+        head = make_head(spec, 32, backbone.num_layers, latents=4, heads=4)
+        assert (head is None) == (number == 1)
+        if head is not None:
+            out = head(states, padding)
+            np.testing.assert_allclose(out.norm(dim=-1).detach().numpy(), 1.0, atol=1e-5)
+    # padding is invisible to the token head: more pad positions, same embedding
+    head = TrainablePooling(32, None, latents=4, heads=4)
+    states, padding = head_inputs(hidden, mask, "last_layer_tokens")
+    wider = torch.cat([states, torch.randn(2, 3, 32)], dim=1)
+    wider_padding = torch.cat([padding, torch.ones(2, 3, dtype=torch.bool)], dim=1)
+    torch.testing.assert_close(head(states, padding), head(wider, wider_padding), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="layer states"):
+        TrainablePooling(32, 3, latents=4, heads=4)(torch.randn(2, 5, 32))
+    with pytest.raises(ValueError, match="1..5"):
+        model_spec(6)
+    # the default head is a modest fraction of a 576-wide backbone
+    assert 4e6 < head_parameters(TrainablePooling(576, 30)) < 7e6
+
+
+def test_info_nce_is_cross_entropy_over_positives_and_hard_negatives():
+    torch.manual_seed(0)
+    q, p, n = (torch.nn.functional.normalize(torch.randn(4, 8), dim=-1) for _ in range(3))
+    logits = q @ torch.cat([p, n]).T / 0.05
+    expected = -torch.log_softmax(logits, dim=1)[torch.arange(4), torch.arange(4)].mean()
+    torch.testing.assert_close(info_nce(q, p, n, 0.05), expected)
+    assert info_nce(q, q, -q, 0.05) < 0.01  # perfectly aligned
+
+
+def test_batches_are_a_function_of_seed_and_step_and_cover_each_epoch():
+    seen = [i for step in range(5) for i in batch_indices(20, 4, step, seed=1)]
+    assert sorted(seen) == list(range(20))
+    assert batch_indices(20, 4, 7, 1) == batch_indices(20, 4, 7, 1) and batch_indices(20, 4, 5, 1) != seen[:4]
+    with pytest.raises(ValueError):
+        batch_indices(3, 4, 0, 0)
+    for bad in (dict(model=7), dict(steps=0), dict(batch_size=2.5), dict(data="web"), dict(temperature=0.0)):
+        with pytest.raises(ValueError):
+            TrainConfig(**bad)
+
+
+def test_train_saves_reloads_and_resumes_exactly(tiny_dir, tmp_path, monkeypatch):
+    config = _config(tiny_dir, steps=4)
+    full = train(config, tmp_path / "full", progress=False)
+    assert full["examples_seen"] == 16 and full["tokens_seen"] > 0 and full["head_parameters"] > 0
+    assert full["history"][0]["step"] == 0 and "validation_sts" in full["history"][0]
+    model, loaded_config = load_trained(tmp_path / "full" / "final")
+    assert loaded_config == config
+    collate = train_module.Collator(model.backbone.tokenizer, config)
+    texts = ["A man is playing a guitar.", "Rain tomorrow."]
+    first = train_module.embed_texts(model, collate, texts)
+    again, _ = load_trained(tmp_path / "full" / "final")
+    np.testing.assert_array_equal(first, train_module.embed_texts(again, collate, texts))
+
+    calls = {"n": 0}
+    original = train_module.info_nce
+
+    def dies_at_step_three(*args, **kwargs):
+        calls["n"] += bool(args[0].requires_grad)  # training steps only (validation has no gradients)
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "info_nce", dies_at_step_three)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "killed", progress=False)
+    assert json.loads((tmp_path / "killed" / "train_state.json").read_text())["step"] == 2
+    monkeypatch.setattr(train_module, "info_nce", original)
+    resumed = train(config, tmp_path / "killed", progress=False)
+    assert resumed["examples_seen"] == 16
+    resumed_model, _ = load_trained(tmp_path / "killed" / "final")
+    np.testing.assert_allclose(train_module.embed_texts(resumed_model, collate, texts), first, atol=1e-5)
+    with pytest.raises(ValueError, match="another configuration"):
+        train(_config(tiny_dir, steps=5), tmp_path / "killed", progress=False)
+
+
+def test_two_processes_compute_the_single_process_gradient(tiny_dir, tmp_path):
+    """accelerate launch, 2 CPU processes (gloo), each half of the global batch: the averaged gradient
+    equals one process's gradient on the whole global batch (embeddings gathered with gradients)."""
+    args = ["--backbone", tiny_dir, "--model", "3", "--steps", "1", "--batch-size", "8", "--lora-dropout", "0.0",
+            "--validation-triplets", "8", "--validation-sts-pairs", "8", "--head-latents", "4", "--head-heads", "4",
+            "--max-length", "24"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    single = tmp_path / "single.pt"
+    subprocess.run([sys.executable, "-m", "repro.train", *args, "--output", str(tmp_path / "one"),
+                    "--dump-grads", str(single)], check=True, env=env, capture_output=True)
+    double = tmp_path / "double.pt"
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--num_machines", "1",
+              "--cpu", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
+              "-m", "repro.train", *args, "--output", str(tmp_path / "two"), "--dump-grads", str(double)]
+    result = subprocess.run(launch, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "two" / "summary.json").read_text())["processes"] == 2
+    assert json.loads((tmp_path / "one" / "summary.json").read_text())["processes"] == 1
+    a, b = torch.load(single), torch.load(double)
+    assert a.keys() == b.keys() and len(a) > 10
+    assert any("head" in k for k in a) and any("lora_A" in k for k in a)
+    for name in a:
+        torch.testing.assert_close(b[name], a[name], rtol=1e-4, atol=1e-6, msg=name)

@@ -125,8 +125,10 @@ def test_two_processes_compute_the_single_process_gradient(tiny_dir, tmp_path):
     subprocess.run([sys.executable, "-m", "repro.train", *args, "--output", str(tmp_path / "one"),
                     "--dump-grads", str(single)], check=True, env=env, capture_output=True)
     double = tmp_path / "double.pt"
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--num_machines", "1",
-              "--cpu", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
+    # --multi_gpu selects accelerate's torchrun launcher; with no GPU each process runs on CPU with gloo
+    # (--cpu would select the single-process launcher)
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
               "-m", "repro.train", *args, "--output", str(tmp_path / "two"), "--dump-grads", str(double)]
     result = subprocess.run(launch, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]

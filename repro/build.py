@@ -41,6 +41,22 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "suite": "standard",
                      "tasks": None, "layer_step": 1, "n_reference": 2000},
     },
+    "p1_train": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "model": 5, "steps": 2, "batch_size": 4,
+                  "max_length": 32, "validation_sts_pairs": 16, "validation_triplets": 8, "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17"], "seed": 0},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "model": 5, "steps": 150, "batch_size": 16,
+                     "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300, "suite": "compact",
+                     "tasks": None, "seed": 0},
+    },
+    "p1_tables": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5], "steps": 2,
+                  "batch_size": 4, "max_length": 32, "validation_sts_pairs": 16, "validation_triplets": 8,
+                  "suite": "smoke", "tasks": ["STSBenchmark", "STS17"], "seed": 0},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5], "steps": 150,
+                     "batch_size": 16, "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300,
+                     "suite": "compact", "tasks": None, "seed": 0},
+    },
     **{name: {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
                   "tasks": ["STSBenchmark", "STS17", "SciFact"], "ratios": [1, 2]},

@@ -57,3 +57,21 @@ def paired_bootstrap_spearman(gold, sims_a, sims_b, n_resamples: int = 1000, see
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     verdict = "not significant" if low <= 0 <= high else ("first better" if low > 0 else "second better")
     return {"test": name, "difference": float(observed), "ci_low": low, "ci_high": high, "verdict": verdict}
+
+
+def paired_bootstrap_mean(a, b, n_resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> dict:
+    """Paired bootstrap CI of the mean difference ``a - b`` over paired units (e.g. datasets)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    keep = ~(np.isnan(a) | np.isnan(b))
+    diff = a[keep] - b[keep]
+    name = f"paired bootstrap of the mean difference ({n_resamples} resamples, {confidence:.0%} CI)"
+    if len(diff) < 2 or np.ptp(diff) == 0:
+        mean = float(diff.mean()) if len(diff) else np.nan
+        return {"test": name, "n": int(len(diff)), "difference": mean, "ci_low": mean, "ci_high": mean,
+                "verdict": "no data" if not len(diff) else "degenerate (fewer than 2 distinct differences)"}
+    res = stats.bootstrap((diff,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
+                          method="percentile", random_state=seed)
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    verdict = "not significant" if low <= 0 <= high else ("first better" if low > 0 else "second better")
+    return {"test": name, "n": int(len(diff)), "difference": float(diff.mean()), "ci_low": low, "ci_high": high,
+            "verdict": verdict}

@@ -11,7 +11,8 @@ Loss: InfoNCE over cosine similarity / temperature, in-batch negatives plus one 
 query, over the GLOBAL batch (embeddings are gathered across processes with gradients, so N processes
 compute exactly the single-process gradient of the same global batch; a test checks this). Batches are a
 deterministic function of (seed, step), so a killed run resumes from its last checkpoint
-(``accelerator.save_state``: adapter, head, optimizer, scheduler) and sees the same data.
+(trainable weights only, i.e. adapter + head, with optimizer, scheduler and every process's RNG states;
+the frozen backbone is never written) and sees the same data.
 """
 
 from __future__ import annotations
@@ -223,6 +224,45 @@ def _state_file(output: Path) -> Path:
     return output / "train_state.json"
 
 
+def save_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: int, meta: dict) -> None:
+    """Trainable weights, optimizer, scheduler and ``meta`` (step, history, counters) in one file written
+    atomically by rank 0, and each process's RNG states."""
+    from repro.atomic import atomic_path
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    with atomic_path(folder / f"rng{rank}.pt") as tmp:
+        torch.save(rng, tmp)
+    if rank == 0:
+        state = {"trainable": {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad},
+                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "meta": meta}
+        with atomic_path(folder / "state.pt") as tmp:
+            torch.save(state, tmp)
+
+
+def load_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: int, config: dict) -> dict:
+    """Restore what :func:`save_checkpoint` wrote (refusing another run's checkpoint); returns its ``meta``."""
+    state = torch.load(folder / "state.pt", map_location="cpu", weights_only=False)
+    if state["meta"]["config"] != config:
+        raise ValueError(f"{folder} holds a run with another configuration; use a new output folder")
+    missing = set(n for n, p in model.named_parameters() if p.requires_grad) - set(state["trainable"])
+    if missing:
+        raise ValueError(f"checkpoint {folder} lacks trainable parameters {sorted(missing)[:3]}...")
+    with torch.no_grad():
+        params = dict(model.named_parameters())
+        for name, value in state["trainable"].items():
+            params[name].copy_(value)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    rng_file = folder / f"rng{rank}.pt"
+    if rng_file.is_file():
+        rng = torch.load(rng_file, weights_only=False)
+        torch.set_rng_state(rng["torch"])
+        np.random.set_state(rng["numpy"])
+        random.setstate(rng["python"])
+    return state["meta"]
+
+
 def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None = None, progress: bool = True) -> dict:
     """Train (or resume) one model; returns the run summary (also written to ``output/summary.json``)."""
     from accelerate import Accelerator
@@ -242,13 +282,10 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
     checkpoint = output / "checkpoint"
     history: list[dict] = []
     start_step, tokens_seen, examples_seen, seconds = 0, 0, 0, 0.0
-    if _state_file(output).is_file() and checkpoint.is_dir():
-        saved = json.loads(_state_file(output).read_text())
-        if saved["config"] != asdict(config):
-            raise ValueError(f"{output} holds a run with another configuration; use a new output folder")
-        accelerator.load_state(str(checkpoint))
-        start_step, history = saved["step"], saved["history"]
-        tokens_seen, examples_seen, seconds = saved["tokens_seen"], saved["examples_seen"], saved["seconds"]
+    if (checkpoint / "state.pt").is_file():
+        meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, asdict(config))
+        start_step, history = meta["step"], meta["history"]
+        tokens_seen, examples_seen, seconds = meta["tokens_seen"], meta["examples_seen"], meta["seconds"]
         accelerator.print(f"resuming {output} at step {start_step}")
 
     rank, world = accelerator.process_index, accelerator.num_processes
@@ -265,11 +302,11 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
 
     def save(step: int) -> None:
         accelerator.wait_for_everyone()
-        accelerator.save_state(str(checkpoint))
+        meta = {"config": asdict(config), "step": step, "history": history, "tokens_seen": tokens_seen,
+                "examples_seen": examples_seen, "seconds": seconds}
+        save_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, meta)
         if accelerator.is_main_process:
-            write_json(_state_file(output), {"config": asdict(config), "step": step, "history": history,
-                                             "tokens_seen": tokens_seen, "examples_seen": examples_seen,
-                                             "seconds": seconds})
+            write_json(_state_file(output), meta)  # a readable copy; resuming reads the checkpoint itself
         accelerator.wait_for_everyone()
 
     model.train()

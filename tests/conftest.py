@@ -62,6 +62,7 @@ def _isolated_dirs(tmp_path, monkeypatch):
     """Each test writes caches and results to its own folders (never the repository's results/)."""
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("REPRO_STATES_DIR", str(tmp_path / "states"))
+    monkeypatch.setenv("REPRO_RUNS_DIR", str(tmp_path / "runs"))
     from repro import encode
 
     encode._MEMO.clear()

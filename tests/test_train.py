@@ -105,6 +105,7 @@ def test_train_saves_reloads_and_resumes_exactly(tiny_dir, tmp_path, monkeypatch
     with pytest.raises(KeyboardInterrupt):
         train(config, tmp_path / "killed", progress=False)
     assert json.loads((tmp_path / "killed" / "train_state.json").read_text())["step"] == 2
+    assert not any(p.stat().st_size > 50e6 for p in (tmp_path / "killed").rglob("*") if p.is_file())
     monkeypatch.setattr(train_module, "info_nce", original)
     resumed = train(config, tmp_path / "killed", progress=False)
     assert resumed["examples_seen"] == 16

@@ -1,0 +1,55 @@
+"""Paired comparisons of models over datasets, as in Tang & Yang's Tables 2-5.
+
+Per-task scores (x100, subsets averaged) in a wide table; each comparison is the two-sided Wilcoxon
+signed-rank test over the datasets of a category (p < 0.05, the paper's test) and a paired bootstrap CI
+of the mean difference over the same datasets.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from repro.stats import paired_bootstrap_mean, wilcoxon_over_tasks
+
+
+def per_task_scores(scores: pd.DataFrame, column: str = "model") -> pd.DataFrame:
+    """rows (category, task) x columns ``column``: main score x100, a task's subsets averaged."""
+    per_task = scores.groupby([column, "category", "task"], as_index=False)["main_score"].mean()
+    per_task["score"] = per_task["main_score"] * 100
+    return per_task.pivot_table(index=["category", "task"], columns=column, values="score")
+
+
+def compare(wide: pd.DataFrame, a, b, category: str | None = None) -> dict:
+    part = wide if category is None else wide.loc[[category]] if category in wide.index.get_level_values(0) else wide.iloc[:0]
+    if a not in part or b not in part:
+        return {"tasks": 0, "verdict": "missing results"}
+    w = wilcoxon_over_tasks(part[a], part[b])
+    boot = paired_bootstrap_mean(part[a], part[b])
+    return {"tasks": w["n"], f"mean {a}": part[a].mean(), f"mean {b}": part[b].mean(),
+            "difference": w["mean_difference"], "p (Wilcoxon)": w["p"],
+            "95% CI (bootstrap)": f"[{boot['ci_low']:.2f}, {boot['ci_high']:.2f}]",
+            "significant": bool(w["p"] == w["p"] and w["p"] < 0.05 and w["min_attainable_p"] <= 0.05),
+            "verdict": w["verdict"].replace("first", str(a)).replace("second", str(b))}
+
+
+def comparison_table(wide: pd.DataFrame, pairs: Sequence[tuple], categories: Iterable[str | None]) -> pd.DataFrame:
+    rows = []
+    for a, b in pairs:
+        for category in categories:
+            result = compare(wide, a, b, category)
+            rows.append({"comparison": f"{a} vs {b}", "category": category or "all tasks",
+                         "tasks": result.get("tasks", 0),
+                         "mean first": result.get(f"mean {a}"), "mean second": result.get(f"mean {b}"),
+                         "difference": result.get("difference"), "p (Wilcoxon)": result.get("p (Wilcoxon)"),
+                         "95% CI (bootstrap)": result.get("95% CI (bootstrap)"), "verdict": result["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def category_means(wide: pd.DataFrame) -> pd.DataFrame:
+    """Mean per category and over all tasks, one column per model (the shape of Table 4)."""
+    means = wide.groupby(level=0).mean().T
+    means["all tasks"] = wide.mean()
+    means["tasks"] = len(wide)
+    return means

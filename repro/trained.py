@@ -1,0 +1,162 @@
+"""Train-or-load a model and evaluate it on a suite, with everything the book needs stored in ``results/``.
+
+* :func:`train_or_load`: the run folder ``runs/<name>`` (adapter + head + checkpoints, not committed:
+  reproducible by the same command) is trained, resumed or just loaded; its training summary (config,
+  curves, examples and tokens seen, seconds) is stored in ``results/trained_runs/``.
+* :func:`evaluate_trained`: mteb scores per task of the trained model (STS keeps per-pair similarities),
+  stored in ``results/trained_scores/`` keyed by the full training config, the suite and the task.
+
+    python -m repro.trained --model 5 --steps 200 --suite compact
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from repro.evaluate import _model_meta, _texts_from, run_mteb, sts_pair_similarities
+from repro.paths import REPO_ROOT
+from repro.results import all_results, decode_array, encode_array, load_or_compute
+from repro.tasks import TASKS, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.train import Collator, TrainConfig, embed_texts, load_trained, train
+
+RUNS_EXPERIMENT = "trained_runs"
+SCORES_EXPERIMENT = "trained_scores"
+
+
+def runs_dir() -> Path:
+    import os
+
+    folder = Path(os.environ.get("REPRO_RUNS_DIR", REPO_ROOT / "runs")).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def run_name(config: TrainConfig) -> str:
+    from repro.results import params_key
+
+    short = Path(config.backbone).name if "/" in config.backbone else config.backbone
+    return f"{short}-model{config.model}-{params_key(asdict(config))[:10]}"
+
+
+def train_or_load(config: TrainConfig, progress: bool = True):
+    """The trained model for ``config`` (training or resuming it if needed) and its stored summary."""
+    folder = runs_dir() / run_name(config)
+
+    def compute():
+        if not (folder / "summary.json").is_file():
+            train(config, folder, progress=progress)
+        summary = json.loads((folder / "summary.json").read_text())
+        history = pd.DataFrame(summary.pop("history"))
+        return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
+
+    record = load_or_compute(RUNS_EXPERIMENT, {"train": asdict(config)}, compute)
+    if not (folder / "final" / "train_config.json").is_file():
+        train(config, folder, progress=progress)  # results stored but weights missing here: retrain
+    model, _ = load_trained(folder / "final")
+    return model, record
+
+
+class TrainedEncoder:
+    """mteb encoder over a trained :class:`repro.train.EmbeddingModel` (L2-normalised embeddings)."""
+
+    def __init__(self, model, config: TrainConfig):
+        self.model, self.config = model, config
+        self.collate = Collator(model.backbone.tokenizer, config)
+        self.mteb_model_meta = _model_meta(f"repro-trained-model{config.model}", "local", model.backbone.hidden_size)
+
+    def encode(self, inputs, **kwargs) -> np.ndarray:
+        return embed_texts(self.model, self.collate, _texts_from(inputs))
+
+    def similarity(self, a, b):
+        from mteb.similarity_functions import cos_sim
+
+        return cos_sim(a, b)
+
+    def similarity_pairwise(self, a, b):
+        from mteb.similarity_functions import pairwise_cos_sim
+
+        return pairwise_cos_sim(a, b)
+
+
+def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
+                     progress: bool = True, recompute: bool = False) -> pd.DataFrame:
+    """Scores of the trained model per task (stored per task; trains/loads the model only if needed)."""
+    suite_caps(suite)
+    tasks = list(tasks or TASKS)
+    for name in tasks:
+        if name not in TASKS:
+            raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
+    state = {}
+    frames = []
+    for name in tasks:
+        params = {"train": asdict(config), "suite": suite, "caps": describe_suite(suite), "task": name,
+                  "eval_max_length": eval_max_length, "data": data_fingerprint(name)}
+
+        def compute(name=name):
+            if "encoder" not in state:
+                model, _ = train_or_load(config, progress)
+                eval_config = TrainConfig(**(asdict(config) | {"max_length": eval_max_length}))
+                state["encoder"] = TrainedEncoder(model, eval_config)
+            start = time.perf_counter()
+            task = offline_task(name, suite)
+            extra = {}
+            if task.metadata.type == "STS":
+                with tempfile.TemporaryDirectory() as folder:
+                    rows = run_mteb(state["encoder"], [task], prediction_folder=folder)
+                    extra["pair_similarities"] = encode_array(sts_pair_similarities(folder))
+            else:
+                rows = run_mteb(state["encoder"], [task])
+            return rows, {"task_seconds": time.perf_counter() - start}, extra
+
+        record = load_or_compute(SCORES_EXPERIMENT, params, compute, recompute=recompute)
+        frames.append(pd.DataFrame(record["rows"]).assign(model=config.model))
+        if progress:
+            print(f"model {config.model} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def stored_scores(backbone: str, suite: str) -> pd.DataFrame:
+    """Every stored trained-model score of a backbone and suite (one row per task/subset and config)."""
+    frames = []
+    for record in all_results(SCORES_EXPERIMENT):
+        p = record["params"]
+        if p["suite"] == suite and p["train"]["backbone"] == backbone:
+            frame = pd.DataFrame(record["rows"]).assign(model=p["train"]["model"], steps=p["train"]["steps"],
+                                                        seed=p["train"]["seed"])
+            if "pair_similarities" in record:
+                frame["pair_similarities"] = record["pair_similarities"]
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def decode_pairs(blob: str) -> np.ndarray:
+    return decode_array(blob)
+
+
+def stored_runs(backbone: str) -> list[dict]:
+    return [r for r in all_results(RUNS_EXPERIMENT) if r["params"]["train"]["backbone"] == backbone]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for f in fields(TrainConfig):
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    parser.add_argument("--suite", default="compact")
+    parser.add_argument("--tasks", nargs="*")
+    args = vars(parser.parse_args(argv))
+    suite, tasks = args.pop("suite"), args.pop("tasks")
+    df = evaluate_trained(TrainConfig(**args), suite, tasks)
+    print(df.groupby("task")["main_score"].mean().to_string())
+
+
+if __name__ == "__main__":
+    main()

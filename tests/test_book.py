@@ -69,3 +69,13 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
         assert "<img" in rendered_dom(html / f"{page}.html"), page
     png = screenshot(html / "p1_layer_correlation.html", tmp_path / "figure.png")
     assert png.stat().st_size > 50_000
+
+
+def test_pending_standard_pages_render_a_notice_not_hours_of_training(tmp_path, monkeypatch):
+    import nbformat
+
+    monkeypatch.setattr("papermill.execute_notebook", lambda *a, **k: pytest.fail("executed a pending page"))
+    for name in build.PENDING:
+        out = build.execute(name, "standard", output_dir=tmp_path)
+        text = nbformat.read(out, as_version=4).cells[0].source
+        assert "Not computed yet" in text and f"--only {name}" in text

@@ -185,7 +185,7 @@ def stored_scores(suite: str = "compact") -> pd.DataFrame:
     frames = []
     for record in all_results(EXPERIMENT):
         p = record["params"]
-        if p["suite"] != suite:
+        if p["suite"] != suite or p["data"] != data_fingerprint(p["task"]):
             continue
         frame = pd.DataFrame(record["rows"])
         frame["backbone"], frame["prompt"] = p["backbone"], p["prompt"]
@@ -199,7 +199,7 @@ def stored_pair_similarities(suite: str = "compact") -> dict[tuple[str, str, str
     out = {}
     for record in all_results(EXPERIMENT):
         p = record["params"]
-        if p["suite"] == suite:
+        if p["suite"] == suite and p["data"] == data_fingerprint(p["task"]):  # never pair stale data with gold
             for variant, blob in record.get("pair_similarities", {}).items():
                 out[(p["backbone"], p["prompt"], p["task"], variant)] = decode_array(blob)
     return out

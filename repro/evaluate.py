@@ -161,7 +161,8 @@ def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, 
             for column, value in labels.items():
                 rows[column] = value
             frames.append(rows)
-        frames[-1]["task_seconds"] = time.perf_counter() - task_start
+        if frames:
+            frames[-1]["task_seconds"] = time.perf_counter() - task_start
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

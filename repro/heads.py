@@ -7,7 +7,7 @@ on keys/values, no mask besides padding) to a set of input states; a learned per
 
 The official head uses 768 latents and 32 heads at d = 4096 (~1.3 B parameters with its feed-forward),
 which would dwarf a 135M backbone. Here the structure is the same and the size is a parameter: by
-default 32 latents and 8 heads, the official GEGLU widths; at d = 576 (SmolLM2) that is ~5.7 M
+default 32 latents and 8 heads, the official GEGLU widths; at d = 576 (SmolLM2) that is ~5.3 M
 parameters, 4% of the backbone (:func:`head_parameters` reports it).
 
 What the head sees is the model's *input spec* (Tang & Yang's Table 1):

@@ -25,6 +25,7 @@ def compare(wide: pd.DataFrame, a, b, category: str | None = None) -> dict:
     part = wide if category is None else wide.loc[[category]] if category in wide.index.get_level_values(0) else wide.iloc[:0]
     if a not in part or b not in part:
         return {"tasks": 0, "verdict": "missing results"}
+    part = part[[a, b]].dropna()  # every number below on the tasks both models have
     w = wilcoxon_over_tasks(part[a], part[b])
     boot = paired_bootstrap_mean(part[a], part[b])
     return {"tasks": w["n"], f"mean {a}": part[a].mean(), f"mean {b}": part[b].mean(),

@@ -16,24 +16,31 @@ def min_attainable_p(n: int) -> float:
 
 def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
     """Two-sided Wilcoxon signed-rank test of paired per-task scores ``a`` vs ``b`` (NaN pairs dropped).
-    ``unit`` names what is paired (tasks, sentences, ...) in the reported test name."""
+    ``unit`` names what is paired (tasks, sentences, ...) in the reported test name. The direction of a
+    significant result is the sign of the signed-rank sum (what the test measures), and the smallest
+    attainable p counts only non-zero differences (scipy drops zeros)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
     n = int(len(a))
-    out = {"test": f"Wilcoxon signed-rank over {unit} (two-sided)", "n": n, "mean_difference": float(np.mean(a - b)) if n else np.nan,
-           "min_attainable_p": min_attainable_p(n)}
-    if n == 0 or np.allclose(a, b):
+    diff = a - b
+    nonzero = diff[diff != 0]
+    out = {"test": f"Wilcoxon signed-rank over {unit} (two-sided)", "n": n,
+           "mean_difference": float(np.mean(diff)) if n else np.nan,
+           "min_attainable_p": min_attainable_p(len(nonzero))}
+    if n == 0 or len(nonzero) == 0:
         return out | {"statistic": np.nan, "p": 1.0 if n else np.nan, "verdict": "no difference" if n else "no data"}
     res = stats.wilcoxon(a, b, alternative="two-sided")
     p = float(res.pvalue)
+    ranks = stats.rankdata(np.abs(nonzero))
+    rank_sum = float(ranks[nonzero > 0].sum() - ranks[nonzero < 0].sum())
     if out["min_attainable_p"] > alpha:
-        verdict = f"untestable at n={n} (smallest possible p = {out['min_attainable_p']:.3f})"
+        verdict = f"untestable at n={len(nonzero)} (smallest possible p = {out['min_attainable_p']:.3f})"
     elif p < alpha:
-        verdict = "significant: " + ("first better" if out["mean_difference"] > 0 else "second better")
+        verdict = "significant: " + ("first better" if rank_sum > 0 else "second better")
     else:
         verdict = "not significant"
-    return out | {"statistic": float(res.statistic), "p": p, "verdict": verdict}
+    return out | {"statistic": float(res.statistic), "p": p, "signed_rank_sum": rank_sum, "verdict": verdict}
 
 
 def paired_bootstrap_spearman(gold, sims_a, sims_b, n_resamples: int = 1000, seed: int = 0,

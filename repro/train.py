@@ -5,7 +5,10 @@ contrastive baselines reuse it). Built on accelerate, so the same code runs as o
 as ``accelerate launch --num_processes N`` on GPUs or several CPU processes (gloo)::
 
     python -m repro.train --model 5 --steps 200 --output runs/p1-model5
-    accelerate launch --num_processes 2 --cpu -m repro.train --model 5 --steps 200 --output runs/p1-model5
+    accelerate launch --multi_gpu --num_processes 2 -m repro.train --model 5 --steps 200 --output runs/p1-model5
+
+(``--multi_gpu`` selects accelerate's torchrun launcher; without a GPU the processes run on CPU with gloo.
+``--cpu`` would select its single-process launcher.)
 
 Loss: InfoNCE over cosine similarity / temperature, in-batch negatives plus one hard negative per
 query, over the GLOBAL batch (embeddings are gathered across processes with gradients, so N processes
@@ -89,11 +92,17 @@ def read_triplets(name: str = "nli") -> list[dict]:
 
 
 def split_triplets(config: TrainConfig) -> tuple[list[dict], list[dict]]:
+    """Training and held-out triplets, split by anchor (an anchor's triplets never straddle the split)."""
     rows = read_triplets(config.data)
-    order = list(range(len(rows)))
-    random.Random(config.seed).shuffle(order)
-    held = set(order[: config.validation_triplets])
-    return [rows[i] for i in order if i not in held], [rows[i] for i in sorted(held)]
+    anchors = sorted({r["query"] for r in rows})
+    random.Random(config.seed).shuffle(anchors)
+    held, count = set(), 0
+    for anchor in anchors:
+        if count >= config.validation_triplets:
+            break
+        held.add(anchor)
+        count += sum(r["query"] == anchor for r in rows)
+    return [r for r in rows if r["query"] not in held], [r for r in rows if r["query"] in held]
 
 
 def batch_indices(n: int, batch_size: int, step: int, seed: int) -> list[int]:
@@ -191,12 +200,14 @@ def embed_texts(model: EmbeddingModel, collate: Collator, texts: list[str], batc
     if not texts:
         return np.zeros((0, model.backbone.hidden_size), dtype=np.float32)
     lengths = [len(collate.tokenize(t).ids) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: -lengths[i])
     out = np.zeros((len(texts), model.backbone.hidden_size), dtype=np.float32)
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        for group in _batches(lengths, batch_tokens, max_batch):
+        for positions in _batches([lengths[i] for i in order], batch_tokens, max_batch):
+            group = [order[p] for p in positions]
             ids, mask = collate([texts[i] for i in group])
             out[group] = model(ids.to(device), mask.to(device)).float().cpu().numpy()
     model.train(was_training)
@@ -230,7 +241,8 @@ def save_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: 
     from repro.atomic import atomic_path
 
     folder.mkdir(parents=True, exist_ok=True)
-    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+           "step": meta["step"]}
     with atomic_path(folder / f"rng{rank}.pt") as tmp:
         torch.save(rng, tmp)
     if rank == 0:
@@ -255,8 +267,8 @@ def load_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: 
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     rng_file = folder / f"rng{rank}.pt"
-    if rng_file.is_file():
-        rng = torch.load(rng_file, weights_only=False)
+    rng = torch.load(rng_file, weights_only=False) if rng_file.is_file() else None
+    if rng is not None and rng.get("step") == state["meta"]["step"]:  # only RNG states of the same snapshot
         torch.set_rng_state(rng["torch"])
         np.random.set_state(rng["numpy"])
         random.setstate(rng["python"])
@@ -270,7 +282,8 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
     from transformers import get_linear_schedule_with_warmup
 
     output = Path(output)
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    # the schedule is stepped once per optimizer step, whatever the number of processes
+    accelerator = Accelerator(cpu=not torch.cuda.is_available(), step_scheduler_with_optimizer=False)
     model = build_model(config, device=str(accelerator.device))
     collate = Collator(model.backbone.tokenizer, config)
     train_rows, held_out = split_triplets(config)
@@ -338,7 +351,7 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
         batch_tokens = torch.tensor([int(q_mask.sum() + d_mask.sum())], device=device)
         tokens_seen += int(accelerator.gather(batch_tokens).sum())
         examples_seen += config.batch_size
-        history.append({"step": step + 1, "train_loss": float(loss.detach())})
+        history.append({"step": step + 1, "train_loss": float(loss.detach()), "lr": float(scheduler.get_last_lr()[0])})
         bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             evaluate_now(step + 1, float(loss.detach()))

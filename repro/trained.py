@@ -44,7 +44,19 @@ def run_name(config: TrainConfig) -> str:
     from repro.results import params_key
 
     short = Path(config.backbone).name if "/" in config.backbone else config.backbone
-    return f"{short}-model{config.model}-{params_key(asdict(config))[:10]}"
+    return f"{short}-model{config.model}-{params_key(asdict(config)).rsplit('-', 1)[-1]}"
+
+
+def weights_digest(model) -> str:
+    """sha256 of the trained weights (adapter + head): identifies which training produced a score."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, param in sorted(model.named_parameters()):
+        if "lora_" in name or name.startswith("head."):
+            digest.update(name.encode())
+            digest.update(param.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def train_or_load(config: TrainConfig, progress: bool = True):
@@ -61,7 +73,9 @@ def train_or_load(config: TrainConfig, progress: bool = True):
     record = load_or_compute(RUNS_EXPERIMENT, {"train": asdict(config)}, compute)
     if not (folder / "final" / "train_config.json").is_file():
         train(config, folder, progress=progress)  # results stored but weights missing here: retrain
-    model, _ = load_trained(folder / "final")
+    model, loaded = load_trained(folder / "final")
+    if loaded != config:
+        raise ValueError(f"{folder} holds a model trained with another configuration")
     return model, record
 
 
@@ -95,7 +109,8 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
     for name in tasks:
         if name not in TASKS:
             raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
-    state = {}
+    state: dict = {}
+    digests: set = set()
     frames = []
     for name in tasks:
         params = {"train": asdict(config), "suite": suite, "caps": describe_suite(suite), "task": name,
@@ -106,9 +121,10 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
                 model, _ = train_or_load(config, progress)
                 eval_config = TrainConfig(**(asdict(config) | {"max_length": eval_max_length}))
                 state["encoder"] = TrainedEncoder(model, eval_config)
+                state["weights"] = weights_digest(model)
             start = time.perf_counter()
             task = offline_task(name, suite)
-            extra = {}
+            extra = {"weights_sha256": state["weights"]}
             if task.metadata.type == "STS":
                 with tempfile.TemporaryDirectory() as folder:
                     rows = run_mteb(state["encoder"], [task], prediction_folder=folder)
@@ -118,9 +134,13 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
             return rows, {"task_seconds": time.perf_counter() - start}, extra
 
         record = load_or_compute(SCORES_EXPERIMENT, params, compute, recompute=recompute)
+        digests.add(record.get("weights_sha256"))
         frames.append(pd.DataFrame(record["rows"]).assign(model=config.model))
         if progress:
             print(f"model {config.model} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
+    if len(digests) > 1:  # e.g. weights lost and retrained: never mix two trainings in one table
+        raise ValueError(f"the stored scores of model {config.model} come from different trained weights "
+                         f"({sorted(map(str, digests))}); rerun with recompute=True")
     return pd.concat(frames, ignore_index=True)
 
 

@@ -118,7 +118,8 @@ def test_train_saves_reloads_and_resumes_exactly(tiny_dir, tmp_path, monkeypatch
 def test_two_processes_compute_the_single_process_gradient(tiny_dir, tmp_path):
     """accelerate launch, 2 CPU processes (gloo), each half of the global batch: the averaged gradient
     equals one process's gradient on the whole global batch (embeddings gathered with gradients)."""
-    args = ["--backbone", tiny_dir, "--model", "3", "--steps", "1", "--batch-size", "8", "--lora-dropout", "0.0",
+    args = ["--backbone", tiny_dir, "--model", "3", "--steps", "3", "--batch-size", "8", "--lora-dropout", "0.0",
+            "--warmup-steps", "1",
             "--validation-triplets", "8", "--validation-sts-pairs", "8", "--head-latents", "4", "--head-heads", "4",
             "--max-length", "24"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -133,10 +134,27 @@ def test_two_processes_compute_the_single_process_gradient(tiny_dir, tmp_path):
               "-m", "repro.train", *args, "--output", str(tmp_path / "two"), "--dump-grads", str(double)]
     result = subprocess.run(launch, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((tmp_path / "two" / "summary.json").read_text())["processes"] == 2
-    assert json.loads((tmp_path / "one" / "summary.json").read_text())["processes"] == 1
+    two = json.loads((tmp_path / "two" / "summary.json").read_text())
+    one = json.loads((tmp_path / "one" / "summary.json").read_text())
+    assert two["processes"] == 2 and one["processes"] == 1
+    # the learning-rate schedule advances once per optimizer step whatever the number of processes
+    lrs = [[h["lr"] for h in run["history"] if "lr" in h] for run in (one, two)]
+    assert lrs[0] == pytest.approx(lrs[1]) and len(lrs[0]) == 3 and lrs[0][1] > 0
     a, b = torch.load(single), torch.load(double)
     assert a.keys() == b.keys() and len(a) > 10
     assert any("head" in k for k in a) and any("lora_A" in k for k in a)
     for name in a:
         torch.testing.assert_close(b[name], a[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_run_folders_differ_by_every_setting_and_validation_anchors_never_train(tiny_dir):
+    from repro.stats import wilcoxon_over_tasks
+    from repro.trained import run_name
+
+    names = {run_name(_config(tiny_dir, **kw)) for kw in ({}, {"steps": 5}, {"seed": 1}, {"lr": 1e-3})}
+    assert len(names) == 4
+    train_rows, held = train_module.split_triplets(TrainConfig(validation_triplets=300))
+    assert len(held) >= 300 and not {r["query"] for r in train_rows} & {r["query"] for r in held}
+    # the direction of a Wilcoxon result follows the signed ranks, not the mean
+    result = wilcoxon_over_tasks([30, 0, 0, 0, 0, 0, 0, 0], [0, 1, 2, 3, 4, 5, 6, 7])
+    assert result["mean_difference"] > 0 and result["signed_rank_sum"] < 0

@@ -111,3 +111,23 @@ def test_baselines_have_k_dims_and_do_what_they_say():
     with pytest.raises(ValueError, match="needs states"):
         make_filter("whiten/2", d=64)
     assert make_filter("raw") is None
+
+
+def test_lens_projector_counts_and_search_cost(tiny):
+    from repro.search_cost import measure
+    from repro.vocab_lens import subspace_projector, token_frequencies
+
+    vh = unembedding_spectrum(tiny).vh
+    p = subspace_projector(vh, "edge", 2)
+    np.testing.assert_allclose(p @ p, p, atol=1e-5)  # a projector
+    np.testing.assert_allclose(p, p.T, atol=1e-6)
+    assert round(float(np.trace(p))) == tiny.hidden_size // 2
+    x = np.random.default_rng(0).normal(size=(3, tiny.hidden_size)).astype(np.float32)
+    # the projected state carries exactly the filtered coordinates
+    np.testing.assert_allclose((x @ p) @ embedfilter(unembedding_spectrum(tiny), "edge", 2).matrix,
+                               embedfilter(unembedding_spectrum(tiny), "edge", 2)(x), atol=1e-4)
+    counts = token_frequencies(tiny.tokenizer, ["The cat sat on the mat.", "The cat"], len(tiny.tokenizer))
+    ids = tiny.tokenizer(["The cat sat on the mat.", "The cat"], add_special_tokens=False)["input_ids"]
+    assert counts.sum() == sum(len(i) for i in ids) and counts[ids[1][0]] >= 2
+    cost = measure([64, 32], corpus_sizes=(500,), n_queries=8, repeats=2)
+    assert list(cost["dims"]) == [64, 32] and cost["index_megabytes"].iloc[0] == 2 * cost["index_megabytes"].iloc[1]

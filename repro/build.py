@@ -156,7 +156,9 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
     nb = nbformat.read(output, as_version=4)
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
-        if "injected-parameters" in tags and "remove-cell" not in tags:
+        # the page shows the parameters it ran with (papermill's injected cell) instead of the defaults
+        if "parameters" in tags and "remove-cell" not in tags and any(
+                "injected-parameters" in c.metadata.get("tags", []) for c in nb.cells):
             tags.append("remove-cell")
     nbformat.write(nb, output)
     return output

@@ -49,3 +49,10 @@ def quiet() -> None:
         datasets.disable_progress_bars()
     except ImportError:  # pragma: no cover
         pass
+
+
+def say(text: str, width: int = 100) -> None:
+    """Print a long statement (e.g. a page's scale) wrapped, so the rendered page needs no scrolling."""
+    import textwrap
+
+    print(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))

@@ -61,6 +61,13 @@ def search_cost(hidden_size: int, ratios: Sequence[int] = (1, 2, 4, 8), corpus_s
         start = time.perf_counter()
         rows = measure([hidden_size // r for r in ratios], corpus_sizes, n_queries, repeats=repeats, seed=seed)
         rows["ratio"] = [hidden_size // k for k in rows["dims"]]
-        return rows, {"seconds": time.perf_counter() - start}, {}
+        import os
+
+        import torch
+
+        # timings depend on what else runs: record the machine's load while measuring
+        extra = {"load_average_1min": os.getloadavg()[0], "cpu_count": os.cpu_count(),
+                 "numpy_threads_env": os.environ.get("OMP_NUM_THREADS"), "torch_threads": torch.get_num_threads()}
+        return rows, {"seconds": time.perf_counter() - start}, extra
 
     return load_or_compute(EXPERIMENT, params, compute, recompute=recompute)

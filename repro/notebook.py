@@ -51,7 +51,7 @@ def quiet() -> None:
         pass
 
 
-def say(text: str, width: int = 100) -> None:
+def say(text: str, width: int = 78) -> None:
     """Print a long statement (e.g. a page's scale) wrapped, so the rendered page needs no scrolling."""
     import textwrap
 

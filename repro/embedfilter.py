@@ -27,7 +27,7 @@ from repro.filters import make_filter, parse_variant, sweep_variants, unembeddin
 from repro.layerwise import task_texts
 from repro.paths import data_dir
 from repro.results import all_results, decode_array, encode_array, load_or_compute
-from repro.tasks import TASKS, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.tasks import check_task_names, TASKS, data_fingerprint, describe_suite, offline_task, suite_caps
 
 EXPERIMENT = "embedfilter"
 PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
@@ -161,10 +161,7 @@ def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", pro
                 whiten_sentences: int = 2000, recompute: bool = False, progress: bool = True) -> pd.DataFrame:
     """Scores per (task, variant) for one backbone and prompt."""
     suite_caps(suite)
-    tasks = list(tasks or TASKS)
-    for name in tasks:
-        if name not in TASKS:
-            raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
+    tasks = check_task_names(tasks)
     for v in variants or []:
         parse_variant(v)
     backbone = load_backbone(backbone_name)

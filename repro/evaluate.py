@@ -39,7 +39,21 @@ def _texts_from(inputs) -> list[str]:
     return texts
 
 
-class StatesEncoder:
+class CosineSimilarity:
+    """mteb's cosine similarity functions, for every encoder of this project."""
+
+    def similarity(self, a, b):
+        from mteb.similarity_functions import cos_sim
+
+        return cos_sim(a, b)
+
+    def similarity_pairwise(self, a, b):
+        from mteb.similarity_functions import pairwise_cos_sim
+
+        return pairwise_cos_sim(a, b)
+
+
+class StatesEncoder(CosineSimilarity):
     """An mteb encoder giving ``states[pooling][layer]`` of :func:`repro.encode.encode`.
 
     ``transform`` (optional) maps the pooled states ``[n, d]`` to the final embeddings (e.g. an
@@ -70,15 +84,6 @@ class StatesEncoder:
         emb = states[self.pooling][0]
         return self.transform(emb) if self.transform is not None else emb
 
-    def similarity(self, a, b):
-        from mteb.similarity_functions import cos_sim
-
-        return cos_sim(a, b)
-
-    def similarity_pairwise(self, a, b):
-        from mteb.similarity_functions import pairwise_cos_sim
-
-        return pairwise_cos_sim(a, b)
 
 
 def run_mteb(model, tasks: Sequence, **kwargs) -> pd.DataFrame:

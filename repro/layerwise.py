@@ -18,7 +18,7 @@ from repro.backbones import load_backbone
 from repro.encode import EncodeConfig, count_tokens
 from repro.evaluate import evaluate_layers
 from repro.results import decode_array, encode_array, load_or_compute
-from repro.tasks import TASKS, data_fingerprint, describe_suite, offline_task, read_task, suite_caps
+from repro.tasks import check_task_names, TASKS, data_fingerprint, describe_suite, offline_task, read_task, suite_caps
 
 EXPERIMENT = "layerwise"
 
@@ -120,10 +120,7 @@ def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prom
     """Scores per (task, layer, pooling). ``layers``: indices to score (negative count from the end);
     ``layer_step``: score every step-th layer plus the last (ignored when ``layers`` is given)."""
     suite_caps(suite)
-    tasks = tasks or list(TASKS)
-    for name in tasks:
-        if name not in TASKS:
-            raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
+    tasks = check_task_names(tasks)
     backbone = load_backbone(backbone_name, attention=attention)
     config = EncodeConfig(prompt=prompt, max_length=max_length)
     if layers is None:  # every layer_step-th layer plus the last; all layers by default

@@ -119,6 +119,15 @@ def _unknown(kind: str, name: str, valid) -> ValueError:
     return ValueError(f"unknown {kind} '{name}'; valid: {', '.join(valid)}")
 
 
+def check_task_names(names) -> list[str]:
+    """The task names as a list (all tasks when ``names`` is empty); an unknown name is a clear error."""
+    names = list(names or TASKS)
+    for name in names:
+        if name not in TASKS:
+            raise _unknown("task", name, TASKS)
+    return names
+
+
 def suite_caps(suite: str) -> Caps:
     if suite not in SUITES:
         raise _unknown("suite", suite, SUITES)

@@ -409,10 +409,15 @@ def load_trained(folder: str | Path, device: str | None = None) -> tuple[Embeddi
     return model, config
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One ``--option`` per :class:`TrainConfig` field (the CLIs of train and trained share it)."""
     for f in fields(TrainConfig):
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_arguments(parser)
     parser.add_argument("--output", required=True)
     parser.add_argument("--dump-grads", help="(tests) save the first step's gradients to this file")
     args = vars(parser.parse_args(argv))

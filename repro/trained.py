@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from repro.evaluate import _model_meta, _texts_from, run_mteb, sts_pair_similarities
+from repro.evaluate import CosineSimilarity, _model_meta, _texts_from, evaluate_encoders
 from repro.paths import REPO_ROOT
-from repro.results import all_results, decode_array, encode_array, load_or_compute
-from repro.tasks import TASKS, data_fingerprint, describe_suite, offline_task, suite_caps
-from repro.train import Collator, TrainConfig, embed_texts, load_trained, train
+from repro.results import all_results, encode_array, load_or_compute
+from repro.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.train import Collator, TrainConfig, add_config_arguments, embed_texts, load_trained, train
 
 RUNS_EXPERIMENT = "trained_runs"
 SCORES_EXPERIMENT = "trained_scores"
@@ -79,7 +78,7 @@ def train_or_load(config: TrainConfig, progress: bool = True):
     return model, record
 
 
-class TrainedEncoder:
+class TrainedEncoder(CosineSimilarity):
     """mteb encoder over a trained :class:`repro.train.EmbeddingModel` (L2-normalised embeddings)."""
 
     def __init__(self, model, config: TrainConfig):
@@ -90,25 +89,12 @@ class TrainedEncoder:
     def encode(self, inputs, **kwargs) -> np.ndarray:
         return embed_texts(self.model, self.collate, _texts_from(inputs))
 
-    def similarity(self, a, b):
-        from mteb.similarity_functions import cos_sim
-
-        return cos_sim(a, b)
-
-    def similarity_pairwise(self, a, b):
-        from mteb.similarity_functions import pairwise_cos_sim
-
-        return pairwise_cos_sim(a, b)
-
 
 def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
                      progress: bool = True, recompute: bool = False) -> pd.DataFrame:
     """Scores of the trained model per task (stored per task; trains/loads the model only if needed)."""
     suite_caps(suite)
-    tasks = list(tasks or TASKS)
-    for name in tasks:
-        if name not in TASKS:
-            raise ValueError(f"unknown task '{name}'; valid: {', '.join(TASKS)}")
+    tasks = check_task_names(tasks)
     state: dict = {}
     digests: set = set()
     frames = []
@@ -123,14 +109,12 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
                 state["encoder"] = TrainedEncoder(model, eval_config)
                 state["weights"] = weights_digest(model)
             start = time.perf_counter()
-            task = offline_task(name, suite)
+            sims: dict = {}
+            rows = evaluate_encoders([offline_task(name, suite)], [({}, state["encoder"])], progress=False,
+                                     pair_similarities=sims)
             extra = {"weights_sha256": state["weights"]}
-            if task.metadata.type == "STS":
-                with tempfile.TemporaryDirectory() as folder:
-                    rows = run_mteb(state["encoder"], [task], prediction_folder=folder)
-                    extra["pair_similarities"] = encode_array(sts_pair_similarities(folder))
-            else:
-                rows = run_mteb(state["encoder"], [task])
+            if sims:
+                extra["pair_similarities"] = encode_array(next(iter(sims.values())))
             return rows, {"task_seconds": time.perf_counter() - start}, extra
 
         record = load_or_compute(SCORES_EXPERIMENT, params, compute, recompute=recompute)
@@ -144,32 +128,13 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
     return pd.concat(frames, ignore_index=True)
 
 
-def stored_scores(backbone: str, suite: str) -> pd.DataFrame:
-    """Every stored trained-model score of a backbone and suite (one row per task/subset and config)."""
-    frames = []
-    for record in all_results(SCORES_EXPERIMENT):
-        p = record["params"]
-        if p["suite"] == suite and p["train"]["backbone"] == backbone:
-            frame = pd.DataFrame(record["rows"]).assign(model=p["train"]["model"], steps=p["train"]["steps"],
-                                                        seed=p["train"]["seed"])
-            if "pair_similarities" in record:
-                frame["pair_similarities"] = record["pair_similarities"]
-            frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def decode_pairs(blob: str) -> np.ndarray:
-    return decode_array(blob)
-
-
 def stored_runs(backbone: str) -> list[dict]:
     return [r for r in all_results(RUNS_EXPERIMENT) if r["params"]["train"]["backbone"] == backbone]
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in fields(TrainConfig):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    add_config_arguments(parser)
     parser.add_argument("--suite", default="compact")
     parser.add_argument("--tasks", nargs="*")
     args = vars(parser.parse_args(argv))

@@ -50,6 +50,9 @@ PROMPTS: dict[str, Prompt] = {
                       "second copy plus EOS"),
         Prompt("autoregembed-query", '{text}\nThis sentence means in one word: "',
                source="AutoRegEmbed official code: symmetric / query prompt"),
+        Prompt("autoregembed-instruction", "{text}\n{instruction}",
+               source="AutoRegEmbed: [bos] text \\n instruction \\n (the encoder appends the newline and the "
+                      "compression tokens)"),
         Prompt("autoregembed-passage",
                'Passage: "{text}". Use one word to represent the passage in a retrieval task. The word is: "',
                source="AutoRegEmbed official code: retrieval document prompt"),

@@ -214,16 +214,17 @@ def embed_texts(model: EmbeddingModel, collate: Collator, texts: list[str], batc
     return out
 
 
-def validation_sts(model: EmbeddingModel, collate: Collator, pairs: int, seed: int = 0) -> float:
-    """Spearman x100 of cosine similarity on a seeded sample of STS-B dev pairs."""
+def validation_sts(embed, pairs: int, seed: int = 0) -> float:
+    """Spearman x100 of cosine similarity on a seeded sample of STS-B dev pairs; ``embed(texts)`` gives
+    L2-normalised embeddings."""
     from scipy.stats import spearmanr
 
     from repro.tasks import _read_tsv, task_folder
 
     rows = _read_tsv(task_folder("STSBenchmark") / "dev.tsv")
     rows = random.Random(seed).sample(rows, min(pairs, len(rows)))
-    a = embed_texts(model, collate, [r["sentence1"] for r in rows])
-    b = embed_texts(model, collate, [r["sentence2"] for r in rows])
+    a = embed([r["sentence1"] for r in rows])
+    b = embed([r["sentence2"] for r in rows])
     return float(100 * spearmanr((a * b).sum(1), [float(r["score"]) for r in rows])[0])
 
 
@@ -275,22 +276,32 @@ def load_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: 
     return state["meta"]
 
 
-def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None = None, progress: bool = True) -> dict:
-    """Train (or resume) one model; returns the run summary (also written to ``output/summary.json``)."""
+def make_accelerator():
+    """The accelerate Accelerator every training uses (CPU here; the schedule steps once per optimizer step,
+    whatever the number of processes)."""
     from accelerate import Accelerator
+
+    return Accelerator(cpu=not torch.cuda.is_available(), step_scheduler_with_optimizer=False)
+
+
+def run_training(accelerator, model: nn.Module, config, output: Path, step_loss, evaluate, desc: str,
+                 progress: bool = True, dump_grads: str | Path | None = None) -> dict:
+    """The one training loop (contrastive models and AutoRegEmbed's stages): AdamW on the trainable
+    parameters, warm-up + ``config.schedule`` (linear unless set) learning rate, checkpoints every
+    ``config.checkpoint_every`` steps, resume from the last checkpoint, validation every ``config.eval_every``.
+
+    ``step_loss(model, step, rank, world) -> (loss, tokens, examples)`` computes this process's share of the
+    global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data);
+    ``evaluate(core) -> dict`` runs on the main process only. Returns the counters and the history.
+    """
     from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
+    from transformers import get_scheduler
 
     output = Path(output)
-    # the schedule is stepped once per optimizer step, whatever the number of processes
-    accelerator = Accelerator(cpu=not torch.cuda.is_available(), step_scheduler_with_optimizer=False)
-    model = build_model(config, device=str(accelerator.device))
-    collate = Collator(model.backbone.tokenizer, config)
-    train_rows, held_out = split_triplets(config)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.steps)
+    scheduler = get_scheduler(getattr(config, "schedule", "linear"), optimizer, config.warmup_steps, config.steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    core: EmbeddingModel = accelerator.unwrap_model(model)
+    core = accelerator.unwrap_model(model)
 
     checkpoint = output / "checkpoint"
     history: list[dict] = []
@@ -300,17 +311,12 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
         start_step, history = meta["step"], meta["history"]
         tokens_seen, examples_seen, seconds = meta["tokens_seen"], meta["examples_seen"], meta["seconds"]
         accelerator.print(f"resuming {output} at step {start_step}")
-
     rank, world = accelerator.process_index, accelerator.num_processes
-    if config.batch_size % world:
-        raise ValueError(f"batch size {config.batch_size} is not divisible by {world} processes")
-    local = config.batch_size // world
 
     def evaluate_now(step: int, loss: float | None) -> None:
         record = {"step": step, "train_loss": loss}
         if accelerator.is_main_process:
-            record["validation_sts"] = validation_sts(core, collate, config.validation_sts_pairs, config.seed)
-            record["validation_loss"] = validation_loss(core, collate, held_out, config)
+            record.update(evaluate(core))
         history.append(record)
 
     def save(step: int) -> None:
@@ -325,21 +331,11 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
     model.train()
     if start_step == 0 and not history:
         evaluate_now(0, None)
-    bar = tqdm(range(start_step, config.steps), desc=f"train model {config.model}", disable=not progress
-               or not accelerator.is_main_process, initial=start_step, total=config.steps)
+    bar = tqdm(range(start_step, config.steps), desc=desc, disable=not progress or not accelerator.is_main_process,
+               initial=start_step, total=config.steps)
     for step in bar:
         t0 = time.perf_counter()
-        rows = [train_rows[i] for i in batch_indices(len(train_rows), config.batch_size, step, config.seed)]
-        mine = rows[rank * local:(rank + 1) * local]
-        q_ids, q_mask = collate([r["query"] for r in mine])
-        d_ids, d_mask = collate([r["positive"] for r in mine] + [r["negative"] for r in mine])
-        device = accelerator.device
-        q = model(q_ids.to(device), q_mask.to(device))
-        d = model(d_ids.to(device), d_mask.to(device))
-        q_all = gather_with_grad(q)
-        p_all = gather_with_grad(d[:local])
-        n_all = gather_with_grad(d[local:])
-        loss = info_nce(q_all, p_all, n_all, config.temperature)
+        loss, tokens, examples = step_loss(model, step, rank, world)
         accelerator.backward(loss)
         if dump_grads is not None and step == start_step and accelerator.is_main_process:
             torch.save({n: p.grad.detach().cpu().clone() for n, p in core.named_parameters() if p.grad is not None},
@@ -348,20 +344,53 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
         scheduler.step()
         optimizer.zero_grad()
         seconds += time.perf_counter() - t0
-        batch_tokens = torch.tensor([int(q_mask.sum() + d_mask.sum())], device=device)
-        tokens_seen += int(accelerator.gather(batch_tokens).sum())
-        examples_seen += config.batch_size
+        tokens_seen += int(accelerator.gather(torch.tensor([int(tokens)], device=accelerator.device)).sum())
+        examples_seen += examples
         history.append({"step": step + 1, "train_loss": float(loss.detach()), "lr": float(scheduler.get_last_lr()[0])})
         bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             evaluate_now(step + 1, float(loss.detach()))
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             save(step + 1)
+    return {"steps": config.steps, "examples_seen": examples_seen, "tokens_seen": tokens_seen,
+            "train_seconds": seconds, "processes": world, "history": history}
+
+
+def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None = None, progress: bool = True) -> dict:
+    """Train (or resume) one model; returns the run summary (also written to ``output/summary.json``)."""
+    output = Path(output)
+    accelerator = make_accelerator()
+    model = build_model(config, device=str(accelerator.device))
+    collate = Collator(model.backbone.tokenizer, config)
+    train_rows, held_out = split_triplets(config)
+    if config.batch_size % accelerator.num_processes:
+        raise ValueError(f"batch size {config.batch_size} is not divisible by {accelerator.num_processes} processes")
+
+    def step_loss(model, step: int, rank: int, world: int):
+        local = config.batch_size // world
+        rows = [train_rows[i] for i in batch_indices(len(train_rows), config.batch_size, step, config.seed)]
+        mine = rows[rank * local:(rank + 1) * local]
+        q_ids, q_mask = collate([r["query"] for r in mine])
+        d_ids, d_mask = collate([r["positive"] for r in mine] + [r["negative"] for r in mine])
+        device = accelerator.device
+        q = model(q_ids.to(device), q_mask.to(device))
+        d = model(d_ids.to(device), d_mask.to(device))
+        loss = info_nce(gather_with_grad(q), gather_with_grad(d[:local]), gather_with_grad(d[local:]),
+                        config.temperature)
+        return loss, int(q_mask.sum() + d_mask.sum()), config.batch_size
+
+    def evaluate(core: EmbeddingModel) -> dict:
+        return {"validation_sts": validation_sts(lambda texts: embed_texts(core, collate, texts),
+                                                  config.validation_sts_pairs, config.seed),
+                "validation_loss": validation_loss(core, collate, held_out, config)}
+
+    run = run_training(accelerator, model, config, output, step_loss, evaluate, f"train model {config.model}",
+                       progress, dump_grads)
+    core: EmbeddingModel = accelerator.unwrap_model(model)
     summary = {"config": asdict(config), "spec": asdict(core.spec), "head_parameters": head_parameters(core.head),
                "lora_parameters": sum(p.numel() for n, p in core.named_parameters() if "lora_" in n),
                "backbone_parameters": sum(p.numel() for n, p in core.lm.named_parameters() if "lora_" not in n),
-               "steps": config.steps, "examples_seen": examples_seen, "tokens_seen": tokens_seen,
-               "train_seconds": seconds, "processes": world, "history": history}
+               **run}
     if accelerator.is_main_process:
         save_model(core, config, output / "final")
         write_json(output / "summary.json", summary)

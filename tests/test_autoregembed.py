@@ -1,0 +1,162 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from repro import autoregembed as ar
+from repro.autoregembed import (AlignConfig, CompressConfig, TextIds, alignment_loss_from_scores, alignment_scores,
+                                build_autoreg, divergence, load_encoder, train_alignment, train_compression)
+
+from conftest import tiny_backbone
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny-llama-ar")
+    backbone = tiny_backbone("llama")
+    backbone.model.save_pretrained(folder)
+    backbone.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _compress(tiny_dir, **kw):
+    base = dict(backbone=tiny_dir, steps=3, batch_size=4, eval_every=100, checkpoint_every=2,
+                validation_examples=4, max_length=48, target_max_length=12, lr=1e-3, warmup_steps=1)
+    return CompressConfig(**(base | kw))
+
+
+def _align(tiny_dir, compress, **kw):
+    base = dict(compress=compress, backbone=tiny_dir, steps=3, batch_size=4, eval_every=100, checkpoint_every=2,
+                validation_sts_pairs=8, validation_triplets=8, train_examples=32, max_length=32,
+                target_max_length=12, lr=1e-3, warmup_steps=1)
+    if compress is not None:
+        base["finetune"] = compress.finetune
+    return AlignConfig(**(base | kw))
+
+
+@pytest.mark.parametrize("finetune", ["full", "lora"])
+def test_decoder_is_the_frozen_original_and_log_probs_match_transformers_loss(tiny_dir, finetune):
+    config = _compress(tiny_dir, finetune=finetune)
+    model = build_autoreg(config)
+    original = tiny_backbone("llama").model
+    texts = TextIds(model.backbone.tokenizer, 48, 12)
+    ids, mask = texts.pad_batch([texts.encoder("A man is playing a guitar."), texts.encoder("Rain.")])
+    target, target_mask = texts.pad_batch([texts.target("The cat sat on the mat."), texts.target("Rain")])
+    memory = model.memory(ids, mask)
+    assert memory.shape == (2, config.compression_tokens, 32)
+    # a text's memory does not depend on the other rows (padding) of its batch
+    alone = model.memory(*texts.pad_batch([texts.encoder("Rain.")]))
+    torch.testing.assert_close(alone[0], memory[1], atol=1e-5, rtol=1e-4)
+    summed = model.target_log_probs(memory, target, target_mask)
+    # the same quantity from transformers' own loss on the ORIGINAL model fed [memory, target embeddings]
+    for row in range(2):
+        n = int(target_mask[row].sum())
+        embeds = torch.cat([memory[row:row + 1], original.get_input_embeddings()(target[row:row + 1, :n])], 1)
+        labels = torch.cat([torch.full((1, config.compression_tokens), -100), target[row:row + 1, :n]], 1)
+        loss = original(inputs_embeds=embeds, labels=labels).loss
+        torch.testing.assert_close(summed[row], -loss * n, atol=1e-4, rtol=1e-4)
+    # gradients reach the encoder and the compression tokens, never the decoder
+    (-summed.sum()).backward()
+    assert model.compression.grad is not None and model.compression.grad.abs().sum() > 0
+    encoder_grads = [p.grad for n, p in model.named_parameters() if p.requires_grad and n != "compression"]
+    assert encoder_grads and any(g is not None and g.abs().sum() > 0 for g in encoder_grads)
+    if finetune == "full":
+        assert not any(p.requires_grad for p in model.decoder_ref[0].parameters())
+
+
+def test_alignment_scores_follow_the_paper_and_the_code():
+    lp = {("p", "q"): torch.tensor([-10.0]), ("n", "q"): torch.tensor([-14.0]), ("p", "p"): torch.tensor([-9.0])}
+    ref = {("p", "q"): torch.tensor([-11.0]), ("n", "q"): torch.tensor([-12.0])}
+    beta, tau = 0.1, 0.05
+    paper = AlignConfig(compress=None, backbone="x", beta=beta, temperature=tau)
+    s1, (s2,) = alignment_scores(lp, ref, paper, None)
+    assert float(s1) == pytest.approx(-1 / (1 + math.exp(-beta * 1.0)))  # |(-10) - (-9)| = 1
+    margin = (-10 + 11) - (-14 + 12)  # (a - ref_a) - (b - ref_b) = 3
+    assert float(s2) == pytest.approx(-1 / (1 + math.exp(-beta * margin)))
+    code = AlignConfig(compress=None, backbone="x", reference_sign="code")
+    _, (s2_code,) = alignment_scores(lp, ref, code, None)
+    margin_code = (-10 + 14) + (-11 + 12)  # (a - b) + (ref_a - ref_b) = 5
+    assert float(s2_code) == pytest.approx(-1 / (1 + math.exp(-beta * margin_code)))
+    tanh = AlignConfig(compress=None, backbone="x", squash="tanh")
+    assert float(alignment_scores(lp, ref, tanh, None)[0]) == pytest.approx(-math.tanh(beta))
+    # with one negative the loss is softplus((S2 - S1) / tau), and it falls as the margin grows
+    loss = alignment_loss_from_scores(s1, [s2], tau)
+    assert float(loss) == pytest.approx(float(F.softplus((s2 - s1) / tau)), rel=1e-5)  # float32
+    better = lp | {("n", "q"): torch.tensor([-20.0])}
+    assert float(alignment_loss_from_scores(*alignment_scores(better, ref, paper, None), tau)) < float(loss)
+    # strategy 3 adds a second S2 term (d+ over d- given e_d+): one more entry in the denominator
+    lp3 = lp | {("n", "p"): torch.tensor([-13.0])}
+    ref3 = ref | {("p", "p"): torch.tensor([-9.5]), ("n", "p"): torch.tensor([-12.5])}
+    s1_3, terms = alignment_scores(lp3, ref3, AlignConfig(compress=None, backbone="x", strategy=3), None)
+    assert len(terms) == 2 and float(s1_3) == pytest.approx(float(s1))
+
+
+def test_divergences_are_zero_on_equal_distributions_and_js_is_bounded():
+    torch.manual_seed(0)
+    p = torch.log_softmax(torch.randn(2, 5, 11), -1)
+    q = torch.log_softmax(torch.randn(2, 5, 11), -1)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    assert torch.allclose(divergence(p, p, mask, "kl"), torch.zeros(2), atol=1e-6)
+    js = divergence(p, q, mask, "js")
+    torch.testing.assert_close(js, divergence(q, p, mask, "js"))
+    assert (js > 0).all() and (js <= mask.sum(1) * math.log(2) + 1e-6).all()
+    assert (divergence(p, q, mask, "kl") > 0).all()
+
+
+def test_bad_settings_are_refused(tiny_dir):
+    with pytest.raises(ValueError, match="squash"):
+        AlignConfig(compress=None, backbone="x", squash="relu")
+    with pytest.raises(ValueError, match="strategy"):
+        AlignConfig(compress=None, backbone="x", strategy=5)
+    with pytest.raises(ValueError, match="differs from stage 1"):
+        AlignConfig(compress=CompressConfig(backbone="a"), backbone="b")
+    with pytest.raises(ValueError, match="finetune"):
+        CompressConfig(finetune="half")
+    with pytest.raises(ValueError, match="exceeds"):
+        ar.split_align(AlignConfig(compress=None, backbone="x", train_examples=10 ** 6))
+    with pytest.raises(ValueError, match="positive integer"):
+        CompressConfig(steps=0)
+
+
+def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch):
+    compress = _compress(tiny_dir)
+    first = train_compression(compress, tmp_path / "c", progress=False)
+    assert first["examples_seen"] == 12 and first["history"][0]["validation_loss"] > 0
+    config = _align(tiny_dir, compress, strategy=4, divergence="js")
+    full = train_alignment(config, tmp_path / "a", tmp_path / "c" / "final", progress=False)
+    assert "validation_sts" in full["history"][-1] and full["tokens_seen"] > 0
+    reference = torch.load(tmp_path / "a" / "reference.pt")
+    assert set(reference["scores"]) == set(ar.reference_terms(4))
+    assert reference["index"] == ar.seen_indices(32, config)
+
+    model, loaded = load_encoder(tmp_path / "a" / "final")
+    assert loaded == config
+    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    items = ["A man is playing a guitar.", "Rain tomorrow.", ""]
+    emb = ar.embed_texts(model, texts, items)
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
+    stage1, _ = load_encoder(tmp_path / "c" / "final")
+    assert not np.allclose(ar.embed_texts(stage1, texts, items), emb)  # stage 2 changed the encoder
+
+    # killed after its first checkpoint, the run resumes and ends with the same weights
+    calls = {"n": 0}
+    original = ar.alignment_loss_from_scores
+
+    def dies(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ar, "alignment_loss_from_scores", dies)
+    with pytest.raises(KeyboardInterrupt):
+        train_alignment(config, tmp_path / "killed", tmp_path / "c" / "final", progress=False)
+    monkeypatch.setattr(ar, "alignment_loss_from_scores", original)
+    train_alignment(config, tmp_path / "killed", tmp_path / "c" / "final", progress=False)
+    resumed, _ = load_encoder(tmp_path / "killed" / "final")
+    np.testing.assert_allclose(ar.embed_texts(resumed, texts, items), emb, atol=1e-5)
+    with pytest.raises(ValueError, match="another configuration"):
+        train_alignment(_align(tiny_dir, compress, beta=0.2), tmp_path / "killed", tmp_path / "c" / "final",
+                        progress=False)

@@ -44,7 +44,7 @@ from repro.backbones import load_backbone
 from repro.encode import EncodeConfig, Tokenizer, _batches, _eos_id, _pad_id
 from repro.paths import data_dir
 from repro.prompts import get_prompt
-from repro.train import (LORA_TARGETS, batch_indices, make_accelerator, read_triplets, run_training,
+from repro.train import (LORA_TARGETS, batch_indices, make_accelerator, read_triplets, run_training, subset,
                          validation_sts)
 
 INSTRUCTION_FILES = (
@@ -205,12 +205,7 @@ def split_align(config: AlignConfig) -> tuple[list[dict], list[dict]]:
         rows = read_align_triplets(config.data)
         cut = min(config.validation_triplets, len(rows) // 5)
         held, train_rows = rows[:cut], rows[cut:]
-    if config.train_examples:
-        if config.train_examples > len(train_rows):
-            raise ValueError(f"train_examples={config.train_examples} exceeds the {len(train_rows)} training "
-                             f"triplets of '{config.data}'")
-        keep = np.random.default_rng([config.seed, 7]).permutation(len(train_rows))[:config.train_examples]
-        train_rows = [train_rows[i] for i in sorted(keep)]
+    train_rows = subset(train_rows, config.train_examples, config.seed)
     return train_rows, held
 
 

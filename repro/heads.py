@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-HEAD_INPUTS = ("eos", "last_layer_eos", "all_layers_eos", "last_layer_tokens", "all_layers_mean")
+HEAD_INPUTS = ("eos", "last_layer_eos", "all_layers_eos", "last_layer_tokens", "all_layers_mean", "mean")
+NO_HEAD = ("eos", "mean")  # pooled without a trainable head: last layer's EOS state, or its masked mean
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class ModelSpec:
 
     @property
     def has_head(self) -> bool:
-        return self.head_input != "eos"
+        return self.head_input not in NO_HEAD
 
     @property
     def multi_layer(self) -> bool:
@@ -60,10 +61,16 @@ MODELS: dict[int, ModelSpec] = {
 }
 
 
-def model_spec(number: int) -> ModelSpec:
-    if number not in MODELS:
-        raise ValueError(f"unknown model {number!r}; Tang & Yang's models are 1..5")
-    return MODELS[number]
+# contrastive baselines of other papers (AutoRegEmbed's "Lasttoken-InBatch" is model 1)
+BASELINES: dict[str, ModelSpec] = {
+    "mean": ModelSpec("mean pooling, causal", "causal", "mean"),
+}
+
+
+def model_spec(number: int | str) -> ModelSpec:
+    if isinstance(number, bool) or number not in MODELS and number not in BASELINES:
+        raise ValueError(f"unknown model {number!r}; Tang & Yang's models are 1..5, baselines: {', '.join(BASELINES)}")
+    return MODELS[number] if number in MODELS else BASELINES[number]
 
 
 class GEGLU(nn.Module):
@@ -119,11 +126,13 @@ def head_inputs(hidden_states, attention_mask: torch.Tensor, head_input: str):
     rows = torch.arange(attention_mask.shape[0], device=attention_mask.device)
     if head_input in ("eos", "last_layer_eos"):
         return hidden_states[-1][rows, last][:, None], None
+    weights = attention_mask.to(hidden_states[-1].dtype)
+    if head_input == "mean":
+        return ((hidden_states[-1] * weights[..., None]).sum(1) / weights.sum(1, keepdim=True))[:, None], None
     if head_input == "all_layers_eos":
         return torch.stack([h[rows, last] for h in hidden_states[1:]], dim=1), None
     if head_input == "last_layer_tokens":
         return hidden_states[-1], attention_mask == 0
-    weights = attention_mask.to(hidden_states[-1].dtype)
     means = [(h * weights[..., None]).sum(1) / weights.sum(1, keepdim=True) for h in hidden_states[1:]]
     return torch.stack(means, dim=1), None
 

@@ -26,6 +26,7 @@ import math
 import random
 import time
 from dataclasses import asdict, dataclass, field, fields
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +48,7 @@ DATASETS = {"nli": "train/nli_triplets/snli_dev_test_triplets.jsonl"}
 @dataclass
 class TrainConfig:
     backbone: str = "smollm2-135m"
-    model: int = 1  # Tang & Yang's model number (repro.heads.MODELS)
+    model: int | str = 1  # Tang & Yang's model number (repro.heads.MODELS) or a baseline (repro.heads.BASELINES)
     data: str = "nli"
     validation_triplets: int = 300  # held out from the training triplets (validation loss)
     steps: int = 200
@@ -67,6 +68,16 @@ class TrainConfig:
     eval_every: int = 50
     checkpoint_every: int = 50
     validation_sts_pairs: int = 500  # STS-B dev pairs for the validation curve
+    hard_negatives: bool = True  # False: in-batch negatives only
+    train_examples: int = 0  # 0 = every training triplet; n = a seeded subset of n (data-efficiency curves)
+
+    # fields added after results were stored: left out of the identity while at their defaults, so the
+    # stored runs of earlier configurations keep their keys
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("hard_negatives", "train_examples")
+
+    def identity(self) -> dict:
+        """The settings that define a run (its key in the result store and its checkpoint check)."""
+        return config_identity(self)
 
     def __post_init__(self):
         model_spec(self.model)
@@ -80,6 +91,28 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not self.temperature > 0 or not self.lr > 0:
             raise ValueError("temperature and lr must be positive")
+        if isinstance(self.train_examples, bool) or not isinstance(self.train_examples, int) or self.train_examples < 0:
+            raise ValueError(f"train_examples must be an integer >= 0 (0 = all), got {self.train_examples!r}")
+
+
+def config_identity(config) -> dict:
+    """``asdict(config)`` without the fields the class added later (``ADDED_LATER``) while at their defaults."""
+    values = asdict(config)
+    for name in getattr(config, "ADDED_LATER", ()):
+        default = next(f.default for f in fields(config) if f.name == name)
+        if values[name] == default:
+            del values[name]
+    return values
+
+
+def subset(rows: list, n: int, seed: int) -> list:
+    """A seeded subset of ``n`` rows (in their original order); ``n = 0`` keeps them all."""
+    if not n:
+        return rows
+    if n > len(rows):
+        raise ValueError(f"train_examples={n} exceeds the {len(rows)} training examples")
+    keep = np.random.default_rng([seed, 7]).permutation(len(rows))[:n]
+    return [rows[i] for i in sorted(keep)]
 
 
 def read_triplets(name: str = "nli") -> list[dict]:
@@ -307,7 +340,8 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     history: list[dict] = []
     start_step, tokens_seen, examples_seen, seconds = 0, 0, 0, 0.0
     if (checkpoint / "state.pt").is_file():
-        meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, asdict(config))
+        meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index,
+                               config_identity(config))
         start_step, history = meta["step"], meta["history"]
         tokens_seen, examples_seen, seconds = meta["tokens_seen"], meta["examples_seen"], meta["seconds"]
         accelerator.print(f"resuming {output} at step {start_step}")
@@ -321,7 +355,7 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
 
     def save(step: int) -> None:
         accelerator.wait_for_everyone()
-        meta = {"config": asdict(config), "step": step, "history": history, "tokens_seen": tokens_seen,
+        meta = {"config": config_identity(config), "step": step, "history": history, "tokens_seen": tokens_seen,
                 "examples_seen": examples_seen, "seconds": seconds}
         save_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, meta)
         if accelerator.is_main_process:
@@ -363,6 +397,7 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
     model = build_model(config, device=str(accelerator.device))
     collate = Collator(model.backbone.tokenizer, config)
     train_rows, held_out = split_triplets(config)
+    train_rows = subset(train_rows, config.train_examples, config.seed)
     if config.batch_size % accelerator.num_processes:
         raise ValueError(f"batch size {config.batch_size} is not divisible by {accelerator.num_processes} processes")
 
@@ -375,8 +410,8 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
         device = accelerator.device
         q = model(q_ids.to(device), q_mask.to(device))
         d = model(d_ids.to(device), d_mask.to(device))
-        loss = info_nce(gather_with_grad(q), gather_with_grad(d[:local]), gather_with_grad(d[local:]),
-                        config.temperature)
+        negatives = gather_with_grad(d[local:]) if config.hard_negatives else None
+        loss = info_nce(gather_with_grad(q), gather_with_grad(d[:local]), negatives, config.temperature)
         return loss, int(q_mask.sum() + d_mask.sum()), config.batch_size
 
     def evaluate(core: EmbeddingModel) -> dict:
@@ -387,7 +422,7 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
     run = run_training(accelerator, model, config, output, step_loss, evaluate, f"train model {config.model}",
                        progress, dump_grads)
     core: EmbeddingModel = accelerator.unwrap_model(model)
-    summary = {"config": asdict(config), "spec": asdict(core.spec), "head_parameters": head_parameters(core.head),
+    summary = {"config": config.identity(), "spec": asdict(core.spec), "head_parameters": head_parameters(core.head),
                "lora_parameters": sum(p.numel() for n, p in core.named_parameters() if "lora_" in n),
                "backbone_parameters": sum(p.numel() for n, p in core.lm.named_parameters() if "lora_" not in n),
                **run}
@@ -416,7 +451,7 @@ def save_model(model: EmbeddingModel, config: TrainConfig, folder: Path) -> None
     model.backbone.model.save_pretrained(str(folder / "adapter"))
     if model.head is not None:
         torch.save(model.head.state_dict(), folder / "head.pt")
-    write_json(folder / "train_config.json", asdict(config))
+    write_json(folder / "train_config.json", config.identity())
 
 
 def load_trained(folder: str | Path, device: str | None = None) -> tuple[EmbeddingModel, TrainConfig]:
@@ -441,7 +476,21 @@ def load_trained(folder: str | Path, device: str | None = None) -> tuple[Embeddi
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """One ``--option`` per :class:`TrainConfig` field (the CLIs of train and trained share it)."""
     for f in fields(TrainConfig):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=argument_type(f.default), default=f.default)
+
+
+def argument_type(default):
+    """The command-line parser of a config field: ints, floats, strings, and booleans as true/false
+    (``bool("false")`` would be True); ``model`` takes a number or a baseline name."""
+    if isinstance(default, bool):
+        def parse_bool(text: str) -> bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+            return text.lower() in ("true", "1")
+        return parse_bool
+    if isinstance(default, int):
+        return lambda text: int(text) if text.lstrip("-").isdigit() else text
+    return type(default)
 
 
 def main(argv=None):

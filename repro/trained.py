@@ -43,7 +43,7 @@ def run_name(config: TrainConfig) -> str:
     from repro.results import params_key
 
     short = Path(config.backbone).name if "/" in config.backbone else config.backbone
-    return f"{short}-model{config.model}-{params_key(asdict(config)).rsplit('-', 1)[-1]}"
+    return f"{short}-model{config.model}-{params_key(config.identity()).rsplit('-', 1)[-1]}"
 
 
 def weights_digest(model) -> str:
@@ -69,7 +69,7 @@ def train_or_load(config: TrainConfig, progress: bool = True):
         history = pd.DataFrame(summary.pop("history"))
         return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
 
-    record = load_or_compute(RUNS_EXPERIMENT, {"train": asdict(config)}, compute)
+    record = load_or_compute(RUNS_EXPERIMENT, {"train": config.identity()}, compute)
     if not (folder / "final" / "train_config.json").is_file():
         train(config, folder, progress=progress)  # results stored but weights missing here: retrain
     model, loaded = load_trained(folder / "final")
@@ -99,7 +99,7 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
     digests: set = set()
     frames = []
     for name in tasks:
-        params = {"train": asdict(config), "suite": suite, "caps": describe_suite(suite), "task": name,
+        params = {"train": config.identity(), "suite": suite, "caps": describe_suite(suite), "task": name,
                   "eval_max_length": eval_max_length, "data": data_fingerprint(name)}
 
         def compute(name=name):

@@ -158,3 +158,36 @@ def test_run_folders_differ_by_every_setting_and_validation_anchors_never_train(
     # the direction of a Wilcoxon result follows the signed ranks, not the mean
     result = wilcoxon_over_tasks([30, 0, 0, 0, 0, 0, 0, 0], [0, 1, 2, 3, 4, 5, 6, 7])
     assert result["mean_difference"] > 0 and result["signed_rank_sum"] < 0
+
+
+def test_later_fields_keep_earlier_run_keys_and_the_cli_parses_booleans_and_baselines():
+    earlier = {"backbone", "model", "data", "validation_triplets", "steps", "batch_size", "lr", "warmup_steps",
+               "weight_decay", "temperature", "max_length", "prompt", "lora_r", "lora_alpha", "lora_dropout",
+               "head_latents", "head_heads", "seed", "eval_every", "checkpoint_every", "validation_sts_pairs"}
+    assert set(TrainConfig().identity()) == earlier
+    changed = TrainConfig(train_examples=100, hard_negatives=False).identity()
+    assert changed["train_examples"] == 100 and changed["hard_negatives"] is False
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    train_module.add_config_arguments(parser)
+    args = vars(parser.parse_args(["--model", "mean", "--hard-negatives", "false", "--train-examples", "64"]))
+    config = TrainConfig(**args)
+    assert config.model == "mean" and config.hard_negatives is False and config.train_examples == 64
+    assert TrainConfig(**vars(parser.parse_args(["--model", "3"]))).model == 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--hard-negatives", "maybe"])
+    with pytest.raises(ValueError, match="unknown model"):
+        TrainConfig(model="median")
+    with pytest.raises(ValueError, match="exceeds"):
+        train_module.subset(list(range(10)), 11, 0)
+    assert train_module.subset(list(range(10)), 4, 0) == train_module.subset(list(range(10)), 4, 0)
+
+
+def test_mean_pooling_baseline_averages_real_tokens_only():
+    hidden = [torch.randn(2, 4, 8) for _ in range(3)]
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    states, padding = head_inputs(hidden, mask, "mean")
+    assert padding is None and states.shape == (2, 1, 8)
+    torch.testing.assert_close(states[0, 0], hidden[-1][0, :2].mean(0))
+    assert make_head(model_spec("mean"), 8, 2) is None

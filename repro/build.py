@@ -81,6 +81,53 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbones": ["smollm2-135m"],
                      "prompts": ["prompteol"], "suite": "compact", "tasks": None, "ratios": [1, 2, 4, 8]},
     },
+    "p3_tables": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
+                  "compress_steps": 1, "compress_max_length": 64, "align_steps": 1, "align_lr": 2e-05, "batch_size": 2,
+                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
+                  "seed": 0, "tasks": ["STSBenchmark"],
+                  "methods": ["last token", "PromptEOL", "last token, in-batch", "compression only", "AutoRegEmbed"]},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "compact", "finetune": "full",
+                     "compress_steps": 300, "compress_max_length": 160, "align_steps": 150, "align_lr": 2e-05,
+                     "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
+                     "validation_triplets": 300, "seed": 0, "tasks": None, "methods": None},
+    },
+    "p3_data_efficiency": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
+                  "compress_steps": 1, "compress_max_length": 64, "align_steps": 1, "align_lr": 2e-05, "batch_size": 2,
+                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
+                  "seed": 0, "tasks": ["STSBenchmark"], "sizes": [4, 8], "seeds": [0],
+                  "epochs": 0.25, "methods": ["AutoRegEmbed", "last token, in-batch"]},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "compact", "finetune": "full",
+                     "compress_steps": 300, "compress_max_length": 160, "align_steps": 150, "align_lr": 2e-05,
+                     "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
+                     "validation_triplets": 300, "seed": 0, "tasks": None, "sizes": [64, 128, 256, 512, 1024],
+                     "seeds": [0, 1], "epochs": 1.0,
+                     # the two in-batch baselines (the paper's strongest early risers); the hard-negative ones
+                     # are parameters (-p methods=...) left out of the book's budget
+                     "methods": ["AutoRegEmbed", "last token, in-batch", "mean, in-batch"]},
+    },
+    "p3_ablations": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
+                  "compress_steps": 1, "compress_max_length": 64, "align_steps": 1, "align_lr": 2e-05, "batch_size": 2,
+                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
+                  "seed": 0, "tasks": ["STSBenchmark"],
+                  "variants": ["full (Eq. 2, sigmoid)", "JS divergence"], "temperatures": [0.05], "betas": [0.1]},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "compact", "finetune": "full",
+                     "compress_steps": 300, "compress_max_length": 160, "align_steps": 150, "align_lr": 2e-05,
+                     "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
+                     "validation_triplets": 300, "seed": 0, "tasks": None,
+                     "variants": ["full (Eq. 2, sigmoid)", "without compression", "log-sigmoid", "KL divergence",
+                                  "JS divergence", "tanh", "reference added (official code)", "strategy 1: q as target",
+                                  "strategy 2: q and d+ anchors", "strategy 3: + p(d+|e_d+) over p(d-|e_d+)",
+                                  "strategy 4: + p(d-|e_d-) over p(d+|e_d-)"],
+                     "temperatures": [0.02, 0.05, 0.1, 1.0], "betas": [0.05, 0.1, 0.2]},
+    },
+    "p3_memory": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "batch_sizes": [2], "steps": 2, "max_length": 32},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "batch_sizes": [4, 8, 16], "steps": 4,
+                     "max_length": 64},
+    },
     "reproducibility": {
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},
@@ -107,6 +154,9 @@ def parse_override(text: str) -> tuple[str, object]:
 PENDING: dict[str, str] = {
     "p1_train": "the five Paper 1 models have not been trained at the standard budget yet",
     "p1_tables": "the five Paper 1 models have not been trained at the standard budget yet",
+    "p3_tables": "the AutoRegEmbed runs and their contrastive baselines have not been trained at the standard budget yet",
+    "p3_data_efficiency": "the data-efficiency runs (sizes x seeds x methods) have not been trained yet",
+    "p3_ablations": "the ablation runs have not been trained at the standard budget yet",
 }
 
 

@@ -92,8 +92,22 @@ def svd_spectrum(weight: torch.Tensor | np.ndarray, source: str = "") -> Spectru
 
 
 def unembedding_spectrum(backbone, cache: bool = True) -> Spectrum:
-    """The SVD of the backbone's ``lm_head.weight``, cached on disk keyed by the weights' hash."""
-    weight = unembedding_matrix(backbone).float().cpu().contiguous()
+    """The SVD of the backbone's ``lm_head.weight``, cached on disk keyed by the weights' hash, and kept on
+    the backbone object while its weight tensor is unchanged (same tensor, same in-place version), so a
+    sweep over many tasks hashes the matrix once."""
+    head = unembedding_matrix(backbone)
+    memo_key = (head.data_ptr(), head._version, tuple(head.shape))
+    memo = backbone.extra.get("unembedding_spectrum") if cache else None
+    if memo is not None and memo[0] == memo_key:
+        return memo[1]
+    spectrum = _unembedding_spectrum(backbone, head, cache)
+    if cache:
+        backbone.extra["unembedding_spectrum"] = (memo_key, spectrum)
+    return spectrum
+
+
+def _unembedding_spectrum(backbone, head: torch.Tensor, cache: bool) -> Spectrum:
+    weight = head.float().cpu().contiguous()
     digest = hashlib.sha256(weight.numpy().tobytes()).hexdigest()[:20]
     path = cache_dir() / "spectra" / f"{backbone.name}-{digest}.npz"
     if cache and path.is_file():

@@ -93,21 +93,34 @@ class TrainedEncoder(CosineSimilarity):
 def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
                      progress: bool = True, recompute: bool = False) -> pd.DataFrame:
     """Scores of the trained model per task (stored per task; trains/loads the model only if needed)."""
+
+    def make_encoder():
+        model, _ = train_or_load(config, progress)
+        eval_config = TrainConfig(**(asdict(config) | {"max_length": eval_max_length}))
+        return TrainedEncoder(model, eval_config), weights_digest(model)
+
+    frame = evaluate_per_task(SCORES_EXPERIMENT, {"train": config.identity(), "eval_max_length": eval_max_length},
+                              suite, tasks, make_encoder, progress, recompute, label=f"model {config.model}")
+    return frame.assign(model=config.model)
+
+
+def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str] | None, make_encoder,
+                      progress: bool = True, recompute: bool = False, label: str = "") -> pd.DataFrame:
+    """mteb scores of one trained encoder, stored per task under ``identity`` + suite + task (STS keeps its
+    per-pair similarities). ``make_encoder() -> (mteb encoder, weights digest)`` runs only if a task is
+    missing; scores from two different trainings (digests) are never mixed in one table."""
     suite_caps(suite)
     tasks = check_task_names(tasks)
     state: dict = {}
     digests: set = set()
     frames = []
     for name in tasks:
-        params = {"train": config.identity(), "suite": suite, "caps": describe_suite(suite), "task": name,
-                  "eval_max_length": eval_max_length, "data": data_fingerprint(name)}
+        params = {**identity, "suite": suite, "caps": describe_suite(suite), "task": name,
+                  "data": data_fingerprint(name)}
 
         def compute(name=name):
             if "encoder" not in state:
-                model, _ = train_or_load(config, progress)
-                eval_config = TrainConfig(**(asdict(config) | {"max_length": eval_max_length}))
-                state["encoder"] = TrainedEncoder(model, eval_config)
-                state["weights"] = weights_digest(model)
+                state["encoder"], state["weights"] = make_encoder()
             start = time.perf_counter()
             sims: dict = {}
             rows = evaluate_encoders([offline_task(name, suite)], [({}, state["encoder"])], progress=False,
@@ -117,13 +130,13 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
                 extra["pair_similarities"] = encode_array(next(iter(sims.values())))
             return rows, {"task_seconds": time.perf_counter() - start}, extra
 
-        record = load_or_compute(SCORES_EXPERIMENT, params, compute, recompute=recompute)
+        record = load_or_compute(experiment, params, compute, recompute=recompute)
         digests.add(record.get("weights_sha256"))
-        frames.append(pd.DataFrame(record["rows"]).assign(model=config.model))
+        frames.append(pd.DataFrame(record["rows"]))
         if progress:
-            print(f"model {config.model} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
+            print(f"{label} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
     if len(digests) > 1:  # e.g. weights lost and retrained: never mix two trainings in one table
-        raise ValueError(f"the stored scores of model {config.model} come from different trained weights "
+        raise ValueError(f"the stored scores of {label} come from different trained weights "
                          f"({sorted(map(str, digests))}); rerun with recompute=True")
     return pd.concat(frames, ignore_index=True)
 

@@ -160,3 +160,60 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
     with pytest.raises(ValueError, match="another configuration"):
         train_alignment(_align(tiny_dir, compress, beta=0.2), tmp_path / "killed", tmp_path / "c" / "final",
                         progress=False)
+
+
+def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documents(tiny_dir, monkeypatch):
+    from repro import autoreg_experiments as ex
+    from repro.results import all_results
+
+    used = []
+    original = ex.embed_texts
+
+    def spy(model, texts, items, prompt=ar.QUERY_PROMPT, *args, **kwargs):
+        used.append(prompt)
+        return original(model, texts, items, prompt, *args, **kwargs)
+
+    monkeypatch.setattr(ex, "embed_texts", spy)
+    config = _align(tiny_dir, _compress(tiny_dir), steps=2, checkpoint_every=5)
+    frame = ex.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
+    assert set(frame["task"]) == {"STSBenchmark", "SciFact"} and frame["main_score"].notna().all()
+    assert ar.PASSAGE_PROMPT in used and ar.QUERY_PROMPT in used
+    stages = sorted(r["params"]["stage"] for r in all_results(ex.RUNS_EXPERIMENT))
+    assert stages == ["align", "compress"]  # stage 2 trained its stage 1 first
+    scores = all_results(ex.SCORES_EXPERIMENT)
+    assert len(scores) == 2 and all(r["weights_sha256"] for r in scores)
+    assert any("pair_similarities" in r for r in scores)
+    calls = len(used)
+    again = ex.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
+    assert len(used) == calls  # stored: nothing re-encoded
+    assert again["main_score"].tolist() == frame["main_score"].tolist()
+    untrained = ex.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], max_length=64, progress=False)
+    assert set(untrained["method"]) == set(ex.UNTRAINED)
+
+
+def test_command_line_builds_both_stages_and_the_no_compression_ablation():
+    import argparse
+
+    from repro import autoreg_experiments as ex
+
+    parser = argparse.ArgumentParser()
+    ex.add_arguments(parser)
+    config = ex.config_from_arguments(vars(parser.parse_args(["--steps", "7", "--compress-steps", "9",
+                                                              "--squash", "tanh", "--finetune", "lora"])))
+    assert isinstance(config, AlignConfig) and config.steps == 7 and config.compress.steps == 9
+    assert config.compress.finetune == "lora" and config.squash == "tanh"
+    ablation = ex.config_from_arguments(vars(parser.parse_args(["--no-compression"])))
+    assert ablation.compress is None
+    stage1 = ex.config_from_arguments(vars(parser.parse_args(["--stage", "compress", "--compress-lr", "1e-4"])))
+    assert isinstance(stage1, CompressConfig) and stage1.lr == 1e-4
+
+
+def test_objective_cost_measures_both_objectives_in_fresh_processes(tiny_dir):
+    from repro.objective_cost import comparisons, objective_costs
+
+    assert comparisons("contrastive", 8) == 128 and comparisons("align", 8) == 16
+    costs = objective_costs([2], tiny_dir, steps=2, max_length=24)
+    assert sorted(costs.objective) == ["align", "contrastive"]
+    assert (costs.step_seconds > 0).all() and (costs.peak_mb_above_model >= 0).all() and (costs.model_mb > 0).all()
+    again = objective_costs([2], tiny_dir, steps=2, max_length=24)  # stored: not measured twice
+    assert again.step_seconds.tolist() == costs.step_seconds.tolist()

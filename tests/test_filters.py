@@ -56,6 +56,10 @@ def test_svd_spectrum_is_the_svd_of_lm_head(tiny):
     # the cached copy is the same spectrum
     again = unembedding_spectrum(tiny)
     np.testing.assert_array_equal(again.vh, spectrum.vh)
+    assert again is spectrum  # memoized on the backbone: the matrix is not hashed again
+    with torch.no_grad():
+        tiny.model.lm_head.weight.mul_(2.0)  # changed in place: the memo must not serve the old spectrum
+    np.testing.assert_allclose(unembedding_spectrum(tiny).singular_values, 2 * spectrum.singular_values, rtol=1e-4)
     with pytest.raises(ValueError):
         svd_spectrum(np.zeros((3, 8)))  # vocab < d
 

@@ -1,0 +1,388 @@
+"""AutoRegEmbed experiments: train-or-load both stages, score them with mteb, and the untrained baselines.
+
+* :func:`train_or_load_autoreg`: run folders ``runs/<backbone>-ar-<stage>-<hash>`` (not committed: rebuilt by
+  the same command); stage 2 trains (or finds) its stage 1 first. Training summaries (curves, examples and
+  tokens seen, seconds) go to ``results/autoreg_runs/``.
+* :func:`evaluate_autoreg`: per-task mteb scores (STS per-pair similarities kept) in ``results/autoreg_scores/``,
+  keyed by the full configuration, the suite and the task. Retrieval documents use the passage prompt.
+* :func:`evaluate_untrained`: the raw backbone (last token, mean; no prompt) and PromptEOL on the same
+  tasks, in ``results/autoreg_untrained/``.
+
+    python -m repro.autoreg_experiments --stage align --steps 100 --suite compact
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import pandas as pd
+
+from repro.autoregembed import (NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, AlignConfig, CompressConfig, TextIds,
+                                embed_texts, load_encoder, train_alignment, train_compression)
+from repro.evaluate import CosineSimilarity, _model_meta, _texts_from
+from repro.results import load_or_compute, params_key
+from repro.tasks import STS_TASKS
+from repro.trained import evaluate_per_task, runs_dir
+
+if TYPE_CHECKING:
+    from repro.train import TrainConfig
+
+RUNS_EXPERIMENT = "autoreg_runs"
+SCORES_EXPERIMENT = "autoreg_scores"
+UNTRAINED_EXPERIMENT = "autoreg_untrained"
+RETRIEVAL_TASKS = ["SciFact", "NFCorpusPreprocessed"]  # the issue's retrieval pair (MS MARCO is not offline)
+
+
+def stage_of(config: CompressConfig | AlignConfig) -> str:
+    if isinstance(config, AlignConfig):
+        return "align"
+    if isinstance(config, CompressConfig):
+        return "compress"
+    raise TypeError(f"expected a CompressConfig or AlignConfig, got {type(config).__name__}")
+
+
+def run_folder(config: CompressConfig | AlignConfig) -> Path:
+    short = Path(config.backbone).name if "/" in config.backbone else config.backbone
+    return runs_dir() / f"{short}-ar-{stage_of(config)}-{params_key(asdict(config)).rsplit('-', 1)[-1]}"
+
+
+def train_or_load_autoreg(config: CompressConfig | AlignConfig, progress: bool = True):
+    """The trained encoder for ``config`` (training, resuming or loading it; stage 1 first if needed) and
+    its stored training summary."""
+    folder = run_folder(config)
+
+    def train_here():
+        if isinstance(config, AlignConfig):
+            compressed = None
+            if config.compress is not None:
+                train_or_load_autoreg(config.compress, progress)
+                compressed = run_folder(config.compress) / "final"
+            train_alignment(config, folder, compressed, progress=progress)
+        else:
+            train_compression(config, folder, progress=progress)
+
+    def compute():
+        if not (folder / "summary.json").is_file():
+            train_here()
+        summary = json.loads((folder / "summary.json").read_text())
+        history = pd.DataFrame(summary.pop("history"))
+        return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
+
+    record = load_or_compute(RUNS_EXPERIMENT, {"stage": stage_of(config), "config": asdict(config)}, compute)
+    if not (folder / "final" / "config.json").is_file():
+        train_here()  # results stored but weights missing on this machine: retrain (same data, same seed)
+    model, loaded = load_encoder(folder / "final")
+    if loaded != config:
+        raise ValueError(f"{folder} holds an encoder trained with another configuration")
+    return model, record
+
+
+def encoder_digest(model) -> str:
+    """sha256 of the trained weights (encoder + compression tokens)."""
+    digest = hashlib.sha256()
+    for name, param in sorted(model.named_parameters()):
+        if param.requires_grad:
+            digest.update(name.encode())
+            digest.update(param.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+class AutoRegEncoder(CosineSimilarity):
+    """mteb encoder: mean of the compression states, L2-normalised; retrieval documents with the passage
+    prompt, everything else (STS sentences, queries) with ``{text}\\n{instruction}``."""
+
+    def __init__(self, model, max_length: int, target_max_length: int, instruction: str = NEXT_INSTRUCTION,
+                 label: str = "autoregembed"):
+        self.model, self.instruction = model, instruction
+        self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length)
+        self.mteb_model_meta = _model_meta(label, "local", model.backbone.hidden_size)
+
+    def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
+               **kwargs) -> np.ndarray:
+        texts = _texts_from(inputs)
+        document = getattr(prompt_type, "value", prompt_type) == "document"
+        if document and getattr(task_metadata, "type", None) == "Retrieval":
+            return embed_texts(self.model, self.texts, texts, PASSAGE_PROMPT)
+        return embed_texts(self.model, self.texts, texts, QUERY_PROMPT, self.instruction)
+
+
+def evaluate_autoreg(config: CompressConfig | AlignConfig, suite: str = "compact",
+                     tasks: Sequence[str] | None = None, eval_max_length: int = 512, progress: bool = True,
+                     recompute: bool = False) -> pd.DataFrame:
+    """Scores of the trained encoder per task (stored per task; trains or loads only if a task is missing)."""
+    tasks = list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS
+    stage = stage_of(config)
+
+    def make_encoder():
+        model, _ = train_or_load_autoreg(config, progress)
+        instruction = getattr(config, "instruction", NEXT_INSTRUCTION)
+        return AutoRegEncoder(model, eval_max_length, config.target_max_length, instruction,
+                              label=f"autoregembed-{stage}"), encoder_digest(model)
+
+    identity = {"stage": stage, "config": asdict(config), "eval_max_length": eval_max_length}
+    frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_encoder, progress, recompute,
+                              label=f"AutoRegEmbed {stage}")
+    return frame.assign(stage=stage)
+
+
+UNTRAINED = {  # label -> (prompt, pooling)
+    "last token": ("none-noeos", "last"),
+    "mean": ("none-noeos", "mean"),
+    "PromptEOL": ("prompteol", "last"),
+}
+
+
+def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[str] | None = None,
+                       max_length: int = 512, progress: bool = True, recompute: bool = False) -> pd.DataFrame:
+    """The raw backbone's last layer (last token and mean, no prompt) and PromptEOL, per task (stored)."""
+    from repro.backbones import load_backbone
+    from repro.encode import EncodeConfig
+    from repro.evaluate import StatesEncoder, evaluate_encoders
+    from repro.results import encode_array
+    from repro.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+
+    suite_caps(suite)
+    tasks = check_task_names(list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS)
+    state: dict = {}
+    frames = []
+    for name in tasks:
+        for label, (prompt, pooling) in UNTRAINED.items():
+            params = {"backbone": backbone, "prompt": prompt, "pooling": pooling, "max_length": max_length,
+                      "suite": suite, "caps": describe_suite(suite), "task": name, "data": data_fingerprint(name)}
+
+            def compute(prompt=prompt, pooling=pooling, label=label, name=name):
+                if "backbone" not in state:
+                    state["backbone"] = load_backbone(backbone)
+                model = state["backbone"]
+                config = EncodeConfig(prompt=prompt, poolings=(pooling,), max_length=max_length,
+                                      layers=(model.num_layers,))
+                sims: dict = {}
+                rows = evaluate_encoders([offline_task(name, suite)], [({"method": label},
+                                         StatesEncoder(model, config, pooling))], progress=False, pair_similarities=sims)
+                extra = {"pair_similarities": encode_array(next(iter(sims.values())))} if sims else {}
+                return rows, {}, extra
+
+            record = load_or_compute(UNTRAINED_EXPERIMENT, params, compute, recompute=recompute)
+            frames.append(pd.DataFrame(record["rows"]).assign(method=label))
+            if progress:
+                print(f"{label} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+# AutoRegEmbed's contrastive baselines (its Figure 3: Lasttoken/Mean x InBatch/HardNeg), trained by repro.train
+# on the same triplets with the same step budget and batch size
+CONTRASTIVE = {  # label -> (repro.train model, hard negatives)
+    "last token, in-batch": (1, False),
+    "last token, in-batch + hard negative": (1, True),
+    "mean, in-batch": ("mean", False),
+    "mean, in-batch + hard negative": ("mean", True),
+}
+
+
+def contrastive_config(label: str, align: AlignConfig, lr: float = 1e-4) -> "TrainConfig":
+    """The contrastive baseline ``label`` on the alignment stage's data: the same triplets (split and
+    subset), steps, batch size and seed; LoRA as in Paper 1's trainer, lr 1e-4 (the paper's best for its
+    in-batch baselines), max length = the alignment encoder's."""
+    from repro.train import TrainConfig
+
+    if label not in CONTRASTIVE:
+        raise ValueError(f"unknown contrastive baseline '{label}'; valid: {', '.join(CONTRASTIVE)}")
+    if align.data != "nli":
+        raise ValueError("the contrastive baselines train on the NLI triplets only")
+    model, hard = CONTRASTIVE[label]
+    return TrainConfig(backbone=align.backbone, model=model, hard_negatives=hard, steps=align.steps,
+                       batch_size=align.batch_size, lr=lr, warmup_steps=align.warmup_steps,
+                       max_length=align.max_length, validation_triplets=align.validation_triplets,
+                       validation_sts_pairs=align.validation_sts_pairs, train_examples=align.train_examples,
+                       seed=align.seed, eval_every=align.eval_every, checkpoint_every=align.checkpoint_every)
+
+
+# the paper's ablations (Table 3, Appendix B, C, E) as changes to the full configuration
+ABLATIONS = {
+    "full (Eq. 2, sigmoid)": {},
+    "without compression": {"compress": None},
+    "log-sigmoid": {"squash": "logsigmoid"},
+    "KL divergence": {"divergence": "kl"},
+    "JS divergence": {"divergence": "js"},
+    "tanh": {"squash": "tanh"},
+    "reference added (official code)": {"reference_sign": "code"},
+    "strategy 1: q as target": {"strategy": 1},
+    "strategy 2: q and d+ anchors": {"strategy": 2},
+    "strategy 3: + p(d+|e_d+) over p(d-|e_d+)": {"strategy": 3},
+    "strategy 4: + p(d-|e_d-) over p(d+|e_d-)": {"strategy": 4},
+}
+
+
+def ablation_config(label: str, base: AlignConfig) -> AlignConfig:
+    if label not in ABLATIONS:
+        raise ValueError(f"unknown ablation '{label}'; valid: {', '.join(ABLATIONS)}")
+    return AlignConfig(**(vars(base) | ABLATIONS[label]))
+
+
+def steps_for(examples: int, epochs: float, batch_size: int) -> int:
+    """Optimizer steps for ``epochs`` passes over ``examples`` triplets (at least one step)."""
+    return max(1, round(epochs * examples / batch_size))
+
+
+def method_scores(align: AlignConfig, suite: str = "compact", tasks: Sequence[str] | None = None,
+                  methods: Sequence[str] | None = None, recompute: bool = False, progress: bool = False) -> pd.DataFrame:
+    """Per-task scores (column ``method``) of Table 1/2's methods: the untrained backbone (last token, mean,
+    PromptEOL), the contrastive baselines on the same triplets, compression only, and AutoRegEmbed."""
+    from repro.trained import evaluate_trained
+
+    tasks = list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS
+    every = [*UNTRAINED, *CONTRASTIVE, "compression only", "AutoRegEmbed"]
+    methods = list(methods) if methods is not None else every
+    unknown = set(methods) - set(every)
+    if unknown:
+        raise ValueError(f"unknown method(s) {sorted(unknown)}; valid: {', '.join(every)}")
+    frames = []
+    if set(methods) & set(UNTRAINED):
+        untrained = evaluate_untrained(align.backbone, suite, tasks, progress=progress, recompute=recompute)
+        frames.append(untrained[untrained.method.isin(methods)])
+    for label in methods:
+        if label in CONTRASTIVE:
+            frame = evaluate_trained(contrastive_config(label, align), suite, tasks, progress=progress,
+                                     recompute=recompute)
+        elif label == "compression only":
+            if align.compress is None:
+                continue
+            frame = evaluate_autoreg(align.compress, suite, tasks, progress=progress, recompute=recompute)
+        elif label == "AutoRegEmbed":
+            frame = evaluate_autoreg(align, suite, tasks, progress=progress, recompute=recompute)
+        else:
+            continue
+        frames.append(frame.assign(method=label))
+    return pd.concat(frames, ignore_index=True)
+
+
+def sts_average(frame: pd.DataFrame) -> float:
+    """Mean STS main score x100 (a task's subsets averaged first)."""
+    sts = frame[frame.category == "STS"]
+    return float(sts.groupby("task")["main_score"].mean().mean() * 100) if len(sts) else float("nan")
+
+
+def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int], epochs: float,
+                           methods: Sequence[str], suite: str = "compact", tasks: Sequence[str] | None = None,
+                           recompute: bool = False) -> pd.DataFrame:
+    """STS average per method x training-set size x seed. Each size trains ``epochs`` passes over its seeded
+    subset of triplets (steps = epochs x size / batch); stage 1 is shared (trained once, its own seed)."""
+    from repro.trained import evaluate_trained
+
+    tasks = list(tasks) if tasks is not None else STS_TASKS
+    rows = []
+    for size in sizes:
+        for seed in seeds:
+            align = AlignConfig(**(vars(base) | {"train_examples": size, "seed": seed,
+                                                 "steps": steps_for(size, epochs, base.batch_size)}))
+            for method in methods:
+                if method == "AutoRegEmbed":
+                    frame = evaluate_autoreg(align, suite, tasks, progress=False, recompute=recompute)
+                else:
+                    frame = evaluate_trained(contrastive_config(method, align), suite, tasks, progress=False,
+                                             recompute=recompute)
+                rows.append({"method": method, "examples": size, "seed": seed, "steps": align.steps,
+                             "STS average": sts_average(frame)})
+    return pd.DataFrame(rows)
+
+
+def ablation_scores(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float], betas: Sequence[float],
+                    suite: str = "compact", tasks: Sequence[str] | None = None,
+                    recompute: bool = False) -> pd.DataFrame:
+    """Per-task scores (column ``variant``) of the named ablations and of the temperature x beta grid."""
+    tasks = list(tasks) if tasks is not None else STS_TASKS
+    frames = []
+    for label in labels:
+        frames.append(evaluate_autoreg(ablation_config(label, base), suite, tasks, progress=False,
+                                       recompute=recompute).assign(variant=label))
+    if base.compress is not None and "without alignment (compression only)" not in labels:
+        frames.append(evaluate_autoreg(base.compress, suite, tasks, progress=False, recompute=recompute)
+                      .assign(variant="without alignment (compression only)"))
+    for temperature in temperatures:
+        for beta in betas:
+            config = AlignConfig(**(vars(base) | {"temperature": temperature, "beta": beta}))
+            frames.append(evaluate_autoreg(config, suite, tasks, progress=False, recompute=recompute)
+                          .assign(variant=f"tau={temperature}, beta={beta}", temperature=temperature, beta=beta))
+    return pd.concat(frames, ignore_index=True)
+
+
+# The paper's numbers, quoted (never computed here). Source: AutoRegEmbed (arXiv 2502.11401) Tables 1 and 3
+# and Figure 1, LLaMA2-7B unless named, STS = Spearman x100 averaged over 10 STS datasets; as summarised in
+# ../shared/papers/official-code-notes.md and the paper review in ../shared/papers/.
+PAPER_SOURCE = "quoted from the AutoRegEmbed paper (arXiv 2502.11401), LLaMA2-7B, average of 10 STS datasets"
+PAPER_TABLE = {
+    "last token (untrained LLaMA2-7B)": 56.91,
+    "compression only": 73.90,
+    "AutoRegEmbed (50k MEDI-NLI triplets)": 83.24,
+    "in-batch contrastive, same 50k triplets (LLaMA2-inbatch-M)": 81.53,
+}
+PAPER_ABLATIONS = {
+    "full (Eq. 2, sigmoid)": 83.24,
+    "without alignment (compression only)": 73.90,
+    "log-sigmoid": 82.93,
+    "KL divergence": 79.82,
+    "JS divergence": 79.02,
+}
+PAPER_PARETO = [  # (model, training examples, STS average)
+    ("AutoRegEmbed (NLI)", 50_000 + 16_382, 83.24),
+    ("AutoRegEmbed (BGE)", 274_951 + 16_382, 84.59),
+    ("in-batch contrastive (same NLI data)", 50_000, 81.53),
+    ("NV-Embed", 1_054_000, 82.84),
+    ("LLM2Vec-Mistral (unsupervised)", 160_000, 78.50),
+    ("LLM2Vec-Mistral (supervised)", 544_000, 84.01),
+]
+
+
+def config_from_arguments(args: dict) -> CompressConfig | AlignConfig:
+    """A stage-1 or stage-2 configuration from flat ``--option`` values (stage 1 options prefixed compress_)."""
+    stage = args.pop("stage")
+    compress = {f.name: args.pop(f"compress_{f.name}") for f in fields(CompressConfig)}
+    for name in ("backbone", "finetune", "compression_tokens"):  # shared; stage 1 keeps its own seed
+        compress[name] = args[name]
+    compress_config = CompressConfig(**compress)
+    if stage == "compress":
+        return compress_config
+    without = args.pop("no_compression")
+    return AlignConfig(compress=None if without else compress_config, **args)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from repro.train import argument_type
+
+    parser.add_argument("--stage", choices=("compress", "align"), default="align")
+    parser.add_argument("--no-compression", action="store_true", help="stage 2 from the raw backbone (ablation)")
+    for f in fields(AlignConfig):
+        if f.name != "compress":
+            parser.add_argument(f"--{f.name.replace('_', '-')}", type=argument_type(f.default), default=f.default)
+    for f in fields(CompressConfig):
+        if f.name not in ("backbone", "finetune", "compression_tokens"):
+            parser.add_argument(f"--compress-{f.name.replace('_', '-')}", dest=f"compress_{f.name}",
+                                type=argument_type(f.default), default=f.default)
+    for name in ("backbone", "finetune", "compression_tokens"):
+        parser.set_defaults(**{f"compress_{name}": None})
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    parser.add_argument("--suite", default="compact")
+    parser.add_argument("--tasks", nargs="*")
+    parser.add_argument("--untrained", action="store_true", help="score the untrained baselines instead")
+    args = vars(parser.parse_args(argv))
+    suite, tasks = args.pop("suite"), args.pop("tasks")
+    if args.pop("untrained"):
+        frame = evaluate_untrained(args["backbone"], suite, tasks)
+        print(frame.groupby(["method", "task"])["main_score"].mean().to_string())
+        return
+    frame = evaluate_autoreg(config_from_arguments(args), suite, tasks)
+    print(frame.groupby("task")["main_score"].mean().to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -44,8 +44,8 @@ from repro.backbones import load_backbone
 from repro.encode import EncodeConfig, Tokenizer, _batches, _eos_id, _pad_id
 from repro.paths import data_dir
 from repro.prompts import get_prompt
-from repro.train import (LORA_TARGETS, batch_indices, make_accelerator, read_triplets, run_training, subset,
-                         validation_sts)
+from repro.train import (LORA_TARGETS, batch_indices, make_accelerator, pad_right, read_triplets, run_training,
+                         subset, validation_sts)
 
 INSTRUCTION_FILES = (
     "train/instruction/t0_train_50k_one_template_per_dataset.jsonl",
@@ -63,21 +63,20 @@ PASSAGE_PROMPT = "autoregembed-passage"  # retrieval documents at inference
 
 
 @dataclass
-class CompressConfig:
-    """Stage 1 (information compression) of one encoder."""
+class StageConfig:
+    """What both stages share: the encoder, its optimisation, and the run's bookkeeping."""
 
     backbone: str = "smollm2-135m"
     finetune: str = "full"  # "full" (the paper) or "lora" (peft, r/alpha/dropout below)
     compression_tokens: int = 5
-    steps: int = 200
+    steps: int = 100
     batch_size: int = 8
-    lr: float = 2e-5  # the paper: 2e-5, cosine
+    lr: float = 2e-5
     warmup_steps: int = 10
     weight_decay: float = 0.0
     schedule: str = "cosine"
-    max_length: int = 160  # encoder input tokens (context + instruction), compression tokens excluded
+    max_length: int = 64  # encoder input tokens, compression tokens excluded
     target_max_length: int = 48
-    validation_examples: int = 64
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.0
@@ -90,17 +89,24 @@ class CompressConfig:
 
 
 @dataclass
-class AlignConfig:
+class CompressConfig(StageConfig):
+    """Stage 1 (information compression) of one encoder (the paper: lr 2e-5, cosine)."""
+
+    steps: int = 200
+    max_length: int = 160  # context + instruction
+    validation_examples: int = 64
+
+
+@dataclass
+class AlignConfig(StageConfig):
     """Stage 2 (conditional distribution alignment); ``compress=None`` starts from the raw backbone with
     fresh compression tokens (the "remove compression" ablation)."""
 
     compress: CompressConfig | None = field(default_factory=CompressConfig)
-    backbone: str = "smollm2-135m"
-    finetune: str = "full"
-    compression_tokens: int = 5
     data: str = "nli"
     train_examples: int = 0  # 0 = every training triplet; n = a seeded subset of n triplets (data efficiency)
     validation_triplets: int = 300
+    validation_sts_pairs: int = 300
     beta: float = 0.1
     temperature: float = 0.05  # the paper; the official code uses 0.1
     squash: str = "sigmoid"
@@ -109,21 +115,6 @@ class AlignConfig:
     strategy: int = 0  # 0 = the paper's loss; 1..4 = the appendix's alternatives
     anchor_weight: float = 0.5  # strategy 2: weight of the d+ anchor (1 - weight on the q anchor)
     instruction: str = NEXT_INSTRUCTION
-    steps: int = 100
-    batch_size: int = 8
-    lr: float = 2e-5
-    warmup_steps: int = 10
-    weight_decay: float = 0.0
-    schedule: str = "cosine"
-    max_length: int = 64
-    target_max_length: int = 48
-    validation_sts_pairs: int = 300
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.0
-    seed: int = 0
-    eval_every: int = 50
-    checkpoint_every: int = 50
 
     def __post_init__(self):
         if isinstance(self.compress, dict):
@@ -239,13 +230,7 @@ class TextIds:
         return ids + [self.eos]
 
     def pad_batch(self, items: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(i) for i in items)
-        ids = torch.full((len(items), width), self.pad, dtype=torch.long)
-        mask = torch.zeros((len(items), width), dtype=torch.long)
-        for row, item in enumerate(items):
-            ids[row, :len(item)] = torch.tensor(item)
-            mask[row, :len(item)] = 1
-        return ids, mask
+        return pad_right(items, self.pad)
 
 
 def query_text(text: str, instruction: str) -> str:

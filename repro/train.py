@@ -199,14 +199,18 @@ class Collator:
         self.pad = _pad_id(tokenizer)
 
     def __call__(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-        items = [self.tokenize(t).ids for t in texts]
-        width = max(len(i) for i in items)
-        ids = torch.full((len(items), width), self.pad, dtype=torch.long)
-        mask = torch.zeros((len(items), width), dtype=torch.long)
-        for row, item in enumerate(items):
-            ids[row, :len(item)] = torch.tensor(item)
-            mask[row, :len(item)] = 1
-        return ids, mask
+        return pad_right([self.tokenize(t).ids for t in texts], self.pad)
+
+
+def pad_right(items, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-id lists -> right-padded ``ids`` and ``attention_mask`` tensors."""
+    width = max(len(i) for i in items)
+    ids = torch.full((len(items), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(items), width), dtype=torch.long)
+    for row, item in enumerate(items):
+        ids[row, :len(item)] = torch.tensor(item)
+        mask[row, :len(item)] = 1
+    return ids, mask
 
 
 def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:

@@ -74,3 +74,13 @@ def smollm2():
     from repro.backbones import load_backbone
 
     return load_backbone("smollm2-135m")
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    """A tiny random llama saved as a model folder, loadable by name (also in subprocesses)."""
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    backbone = tiny_backbone("llama")
+    backbone.model.save_pretrained(folder)
+    backbone.tokenizer.save_pretrained(folder)
+    return str(folder)

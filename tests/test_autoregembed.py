@@ -12,15 +12,6 @@ from repro.autoregembed import (AlignConfig, CompressConfig, TextIds, alignment_
 from conftest import tiny_backbone
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-llama-ar")
-    backbone = tiny_backbone("llama")
-    backbone.model.save_pretrained(folder)
-    backbone.tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def _compress(tiny_dir, **kw):
     base = dict(backbone=tiny_dir, steps=3, batch_size=4, eval_every=100, checkpoint_every=2,
                 validation_examples=4, max_length=48, target_max_length=12, lr=1e-3, warmup_steps=1)

@@ -14,16 +14,6 @@ from repro.train import TrainConfig, batch_indices, info_nce, load_trained, trai
 from conftest import tiny_backbone
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    """A tiny random llama saved as a model folder, loadable by name in subprocesses."""
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    backbone = tiny_backbone("llama")
-    backbone.model.save_pretrained(folder)
-    backbone.tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def _config(tiny_dir, **kw):
     base = dict(backbone=tiny_dir, model=5, steps=3, batch_size=4, validation_triplets=8, validation_sts_pairs=16,
                 max_length=24, eval_every=100, checkpoint_every=2, lora_dropout=0.0, head_latents=4, head_heads=4,

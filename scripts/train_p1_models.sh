@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Train and evaluate Tang & Yang's five models at the book's standard budget (resumable: rerun to continue).
+#   BACKBONE=gemma3-270m scripts/train_p1_models.sh 1 2 3 4 5
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backbone=${BACKBONE:-smollm2-135m}
+steps=${STEPS:-150}
+models=("${@:-1 2 3 4 5}")
+for model in ${models[@]}; do
+  .venv/bin/python -m repro.trained --backbone "$backbone" --model "$model" --steps "$steps" --batch-size 16 \
+    --max-length 64 --suite compact
+done

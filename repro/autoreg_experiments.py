@@ -52,17 +52,16 @@ def run_folder(config: CompressConfig | AlignConfig) -> Path:
     return runs_dir() / f"{short}-ar-{stage_of(config)}-{params_key(asdict(config)).rsplit('-', 1)[-1]}"
 
 
-def train_or_load_autoreg(config: CompressConfig | AlignConfig, progress: bool = True):
-    """The trained encoder for ``config`` (training, resuming or loading it; stage 1 first if needed) and
-    its stored training summary."""
+def ensure_trained(config: CompressConfig | AlignConfig, progress: bool = True) -> tuple[Path, dict]:
+    """Train (or resume) ``config`` if its weights or stored summary are missing, without loading the model
+    (stage 2 trains its stage 1 first); returns the run folder and the stored training summary."""
     folder = run_folder(config)
 
     def train_here():
         if isinstance(config, AlignConfig):
             compressed = None
             if config.compress is not None:
-                train_or_load_autoreg(config.compress, progress)
-                compressed = run_folder(config.compress) / "final"
+                compressed = ensure_trained(config.compress, progress)[0] / "final"
             train_alignment(config, folder, compressed, progress=progress)
         else:
             train_compression(config, folder, progress=progress)
@@ -77,6 +76,13 @@ def train_or_load_autoreg(config: CompressConfig | AlignConfig, progress: bool =
     record = load_or_compute(RUNS_EXPERIMENT, {"stage": stage_of(config), "config": asdict(config)}, compute)
     if not (folder / "final" / "config.json").is_file():
         train_here()  # results stored but weights missing on this machine: retrain (same data, same seed)
+    return folder, record
+
+
+def train_or_load_autoreg(config: CompressConfig | AlignConfig, progress: bool = True):
+    """The trained encoder for ``config`` (training, resuming or loading it; stage 1 first if needed) and
+    its stored training summary."""
+    folder, record = ensure_trained(config, progress)
     model, loaded = load_encoder(folder / "final")
     if loaded != config:
         raise ValueError(f"{folder} holds an encoder trained with another configuration")

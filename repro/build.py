@@ -27,6 +27,12 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
 CONFIG = REPO_ROOT / "_config.yml"
 
+# The EmbedFilter sweeps the standard book shows (committed by scripts/p2_sweeps.sh; the grid is every backbone x
+# prompt whose sweep over P2_TASKS is committed)
+P2_BACKBONES = ["smollm2-135m"]
+P2_PROMPTS = ["prompteol"]
+P2_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "STS14", "STS15", "STS16", "STS17", "SciFact"]
+
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
 NOTEBOOKS: dict[str, dict[str, dict]] = {
     "p1_layer_correlation": {
@@ -59,10 +65,11 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     },
     **{name: {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
-                  "tasks": ["STSBenchmark", "STS17", "SciFact"], "ratios": [1, 2]},
-        # the backbones x prompts whose sweeps are committed (gemma3, qwen2.5 and Echo are still running)
-        "standard": {"profile": "standard", "backbones": ["smollm2-135m"],
-                     "prompts": ["prompteol"], "suite": "compact", "tasks": None, "ratios": [1, 2, 4, 8]},
+                  "tasks": ["STSBenchmark", "STS17", "SciFact"], "all_task_runs": ["smollm2-135m:prompteol"],
+                  "ratios": [1, 2]},
+        # every backbone x prompt on the 9 STS sets + SciFact (scripts/p2_sweeps.sh), SmolLM2/PromptEOL on all 19
+        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": P2_PROMPTS, "suite": "compact",
+                     "tasks": P2_TASKS, "all_task_runs": ["smollm2-135m:prompteol"], "ratios": [1, 2, 4, 8]},
     } for name in ("p2_main_table", "p2_filter_types")},
     "p2_vocab_probe": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompt": "prompteol", "n_sentences": 40,
@@ -78,8 +85,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "p2_dimension_cost": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
                   "tasks": ["STSBenchmark", "STS17", "SciFact"], "ratios": [1, 2]},
-        "standard": {"profile": "standard", "backbones": ["smollm2-135m"],
-                     "prompts": ["prompteol"], "suite": "compact", "tasks": None, "ratios": [1, 2, 4, 8]},
+        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": P2_PROMPTS, "suite": "compact",
+                     "tasks": P2_TASKS, "ratios": [1, 2, 4, 8]},
     },
     "p3_tables": {
         "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",

@@ -177,6 +177,32 @@ def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", pro
     return pd.concat(frames, ignore_index=True)
 
 
+def parse_run(text: str) -> tuple[str, str]:
+    """``"backbone:prompt"`` (a notebook parameter) -> ``(backbone, prompt)``, checked."""
+    backbone, sep, prompt = str(text).partition(":")
+    if not sep or not backbone or prompt not in PROMPT_POOLING:
+        raise ValueError(f"a sweep run is 'backbone:prompt' with prompt one of {', '.join(PROMPT_POOLING)}; got {text!r}")
+    return backbone, prompt
+
+
+def sweep_scores(runs: Sequence[tuple[str, str]], suite: str, tasks: Sequence[str] | None,
+                 variants: Sequence[str], recompute: bool = False) -> pd.DataFrame:
+    """The sweeps of several (backbone, prompt) runs on the same tasks, one frame (empty if no runs)."""
+    frames = [embedfilter(b, suite, p, tasks, variants, recompute=recompute, progress=False) for b, p in runs]
+    if not frames:
+        return pd.DataFrame(columns=["backbone", "prompt", "task", "category", "variant", "dims", "main_score"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def describe_sweep(scores: pd.DataFrame, suite: str, label: str = "Scale") -> str:
+    """The scale line printed under every EmbedFilter result: runs, suite caps, tasks per category."""
+    runs = ", ".join(f"{b}/{p}" for b, p in scores[["backbone", "prompt"]].drop_duplicates().itertuples(index=False))
+    n_tasks = scores.groupby("category")["task"].nunique()
+    return (f"{label}: {runs}; suite '{suite}' caps {describe_suite(suite)}; {scores.task.nunique()} tasks "
+            f"({', '.join(f'{c}: {n}' for c, n in n_tasks.items())}); final-layer state, fp32, 2 CPU cores; "
+            "scores are mteb main scores x100.")
+
+
 def stored_scores(suite: str = "compact") -> pd.DataFrame:
     """Every stored EmbedFilter row of a suite, with backbone and prompt columns."""
     frames = []

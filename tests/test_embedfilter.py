@@ -48,3 +48,12 @@ def test_bad_arguments_fail_before_any_work():
         ef.embedfilter("smollm2-135m", "smoke", "echo", ["STS99"])
     with pytest.raises(ValueError, match="asked for"):
         ef.nli_sentences(10**7)
+
+
+def test_sweep_runs_parse_and_reject_bad_names():
+    assert ef.parse_run("gemma3-270m:echo") == ("gemma3-270m", "echo")
+    for bad in ["gemma3-270m", "gemma3-270m:", ":echo", "smollm2-135m:none"]:
+        with pytest.raises(ValueError, match="backbone:prompt"):
+            ef.parse_run(bad)
+    empty = ef.sweep_scores([], "smoke", None, ["raw"])
+    assert empty.empty and {"backbone", "prompt", "task", "variant", "main_score"} <= set(empty.columns)

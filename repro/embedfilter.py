@@ -69,6 +69,12 @@ def mean_scores(scores: pd.DataFrame, by: Sequence[str] = ("backbone", "prompt",
 
 def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
     """Per backbone x prompt: each variant vs raw, Wilcoxon signed-rank over tasks (two-sided)."""
+    tests = tests_against(scores, variants, "raw")
+    return tests.drop(columns="against").rename(columns={"mean difference": "mean difference vs raw"})
+
+
+def tests_against(scores: pd.DataFrame, variants: Sequence[str], baseline: str) -> pd.DataFrame:
+    """Per backbone x prompt: each variant vs ``baseline``, Wilcoxon signed-rank over tasks (two-sided)."""
     from repro.stats import wilcoxon_over_tasks
 
     per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False)["main_score"].mean()
@@ -76,14 +82,31 @@ def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataF
     for (b, p), part in per_task.groupby(["backbone", "prompt"]):
         wide = part.pivot_table(index="task", columns="variant", values="main_score") * 100
         for v in variants:
-            if v == "raw" or v not in wide or "raw" not in wide:
+            if v == baseline or v not in wide or baseline not in wide:
                 continue
-            t = wilcoxon_over_tasks(wide[v], wide["raw"])
-            rows.append({"backbone": b, "prompt": p, "variant": v, "tasks": t["n"],
-                         "mean difference vs raw": round(t["mean_difference"], 2),
-                         "wins": int((wide[v] > wide["raw"]).sum()), "losses": int((wide[v] < wide["raw"]).sum()),
-                         "p (Wilcoxon)": t["p"], "verdict": t["verdict"].replace("first", "filter").replace("second", "raw")})
-    return pd.DataFrame(rows)
+            t = wilcoxon_over_tasks(wide[v], wide[baseline])
+            rows.append({"backbone": b, "prompt": p, "variant": v, "against": baseline, "tasks": t["n"],
+                         "mean difference": round(t["mean_difference"], 2),
+                         "wins": int((wide[v] > wide[baseline]).sum()), "losses": int((wide[v] < wide[baseline]).sum()),
+                         "p (Wilcoxon)": t["p"],
+                         "verdict": t["verdict"].replace("first", v).replace("second", baseline)})
+    return pd.DataFrame(rows, columns=["backbone", "prompt", "variant", "against", "tasks", "mean difference", "wins",
+                                       "losses", "p (Wilcoxon)", "verdict"])
+
+
+def best_variant_tests(scores: pd.DataFrame, candidate: str, others: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Is ``candidate`` the best variant? It against each of ``others`` (Wilcoxon over tasks), per backbone x
+    prompt, and a verdict: supported only if it is significantly better than every other one."""
+    tests = pd.concat([tests_against(scores, [candidate], other) for other in others if other != candidate],
+                      ignore_index=True)
+    better = tests["verdict"].eq(f"significant: {candidate} better")
+    worse = tests["verdict"].str.startswith("significant") & ~better
+    summary = tests.assign(better=better, worse=worse).groupby(["backbone", "prompt"]).agg(
+        compared=("against", "size"), significantly_better=("better", "sum"), significantly_worse=("worse", "sum"))
+    summary[f"verdict ({candidate} is the best)"] = [
+        "supported" if r.significantly_better == r.compared else
+        ("contradicted" if r.significantly_worse else "not supported at this scale") for r in summary.itertuples()]
+    return tests, summary
 
 
 def encode_config(backbone, prompt: str, max_length: int = 512) -> EncodeConfig:

@@ -57,3 +57,28 @@ def test_sweep_runs_parse_and_reject_bad_names():
             ef.parse_run(bad)
     empty = ef.sweep_scores([], "smoke", None, ["raw"])
     assert empty.empty and {"backbone", "prompt", "task", "variant", "main_score"} <= set(empty.columns)
+
+
+def _synthetic_scores(offsets: dict[str, float], n_tasks: int = 10):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.4, 0.8, n_tasks)
+    rows = [{"backbone": "b", "prompt": "p", "task": f"T{i}", "category": "STS", "variant": v,
+             "main_score": base[i] + off + 0.001 * rng.standard_normal()}
+            for v, off in offsets.items() for i in range(n_tasks)]
+    return pd.DataFrame(rows)
+
+
+def test_best_variant_verdicts_follow_the_wilcoxon_tests():
+    clear = _synthetic_scores({"raw": 0.0, "edge/2": 0.03, "tail/2": 0.01, "head/2": -0.02})
+    tests, summary = ef.best_variant_tests(clear, "edge/2", ["raw", "edge/2", "tail/2", "head/2"])
+    assert set(tests["against"]) == {"raw", "tail/2", "head/2"} and (tests["mean difference"] > 0).all()
+    assert summary.iloc[0]["verdict (edge/2 is the best)"] == "supported"
+    tied = _synthetic_scores({"raw": 0.0, "edge/2": 0.03, "tail/2": 0.03})  # tail ties edge up to noise
+    assert ef.best_variant_tests(tied, "edge/2", ["raw", "tail/2"])[1].iloc[0, -1] != "supported"
+    worse = _synthetic_scores({"raw": 0.0, "edge/2": 0.03, "tail/2": 0.06})
+    assert ef.best_variant_tests(worse, "edge/2", ["raw", "tail/2"])[1].iloc[0, -1] == "contradicted"
+    raw_tests = ef.tests_against_raw(clear, ["edge/2", "head/2"])
+    assert list(raw_tests["verdict"]) == ["significant: edge/2 better", "significant: raw better"]
+    assert "mean difference vs raw" in raw_tests

@@ -6,7 +6,8 @@ package, which needs no download) with ``load_data`` replaced by a reader of the
 tasks, downloaded by mteb.
 
 Suites cap the size of each task so that it fits this machine:
-``smoke`` (tests: tens of examples), ``compact`` (sweeps over many backbones x prompts),
+``smoke`` (tests: tens of examples), ``small`` (many trained runs of a sweep), ``compact`` (sweeps over many
+backbones x prompts),
 ``standard`` (the book's default), ``full`` (uncapped). The caps and the
 sampling seed are part of every result (:func:`suite_caps`).
 """
@@ -51,10 +52,13 @@ SUITES: dict[str, Caps] = {
     # compact: every task, smaller samples, for sweeps over several backbones x prompts (EmbedFilter)
     "compact": Caps(sts_pairs=500, cls_test=300, cls_train=1000, clustering_docs=None,
                     clustering_subsets=3, pairs=500, queries=50, corpus=200),
+    # small: for the many trained runs of a sweep (Paper 3's data-efficiency curves and ablations), read on STS
+    "small": Caps(sts_pairs=200, cls_test=200, cls_train=500, clustering_docs=None, clustering_subsets=2,
+                  pairs=300, queries=30, corpus=150),
     "full": Caps(),
 }
 # IMDB reviews are ~300 tokens each: the capped suites cap its test split harder.
-LONG_TEXT_TEST_CAP = {"standard": 300, "compact": 60}
+LONG_TEXT_TEST_CAP = {"standard": 300, "compact": 60, "small": 40}
 
 
 @dataclass(frozen=True)

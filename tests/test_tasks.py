@@ -53,7 +53,7 @@ def test_capped_retrieval_keeps_an_answer_for_every_query():
 def test_unknown_names_list_the_valid_ones():
     with pytest.raises(ValueError, match="unknown task 'STS99'.*STS12"):
         offline_task("STS99")
-    with pytest.raises(ValueError, match="unknown suite 'huge'; valid: smoke, standard, compact, full"):
+    with pytest.raises(ValueError, match="unknown suite 'huge'; valid: smoke, standard, compact, small, full"):
         suite_tasks("huge")
     with pytest.raises(ValueError, match="unknown task"):
         suite_tasks("smoke", ["NotATask"])

@@ -67,6 +67,7 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     assert "mjx-container" in main_table and "<img" in main_table and "54.57" in main_table  # quoted paper number
     for page in ("p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"):
         assert "<img" in rendered_dom(html / f"{page}.html"), page
+    assert "verdict (edge/2 is the best)" in rendered_dom(html / "p2_filter_types.html")
     tables = rendered_dom(html / "p3_tables.html")
     assert "mjx-container" in tables and "83.24" in tables and "AutoRegEmbed" in tables  # quoted, labelled
     assert "<img" in rendered_dom(html / "p3_data_efficiency.html") and "<img" in rendered_dom(html / "p3_memory.html")

@@ -33,6 +33,13 @@ P2_BACKBONES = ["smollm2-135m"]
 P2_PROMPTS = ["prompteol"]
 P2_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "STS14", "STS15", "STS16", "STS17"]
 
+# Table 5's tasks on the second backbone: the compact suite without its two slowest tasks to encode (IMDB and
+# ArguAna, ~35% of an evaluation); every category keeps at least one task
+P1_ROBUSTNESS_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "STS14", "STS15", "STS16", "STS17",
+                       "AmazonCounterfactualClassification", "Banking77Classification", "EmotionClassification",
+                       "TweetSentimentExtractionClassification", "TwentyNewsgroupsClustering", "TwitterURLCorpus",
+                       "SciFact", "NFCorpusPreprocessed"]
+
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
 NOTEBOOKS: dict[str, dict[str, dict]] = {
     "p1_layer_correlation": {
@@ -62,6 +69,17 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5], "steps": 150,
                      "batch_size": 16, "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300,
                      "suite": "compact", "tasks": None, "seed": 0},
+    },
+    "p1_robustness": {
+        # the smoke profile reuses p1_tables' smoke models (the mechanics, not a second backbone)
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "reference_backbone": "smollm2-135m",
+                  "models": [1, 2, 3, 4, 5], "steps": 2, "reference_steps": 2, "batch_size": 4, "max_length": 32,
+                  "validation_sts_pairs": 16, "validation_triplets": 8, "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17"], "seed": 0},
+        "standard": {"profile": "standard", "backbone": "gemma3-270m", "reference_backbone": "smollm2-135m",
+                     "models": [1, 2, 3, 4, 5], "steps": 150, "reference_steps": 150, "batch_size": 16,
+                     "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300, "suite": "compact",
+                     "tasks": P1_ROBUSTNESS_TASKS, "seed": 0},
     },
     **{name: {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
@@ -162,6 +180,7 @@ def parse_override(text: str) -> tuple[str, object]:
 PENDING: dict[str, str] = {
     "p1_train": "the five Paper 1 models have not been trained at the standard budget yet",
     "p1_tables": "the five Paper 1 models have not been trained at the standard budget yet",
+    "p1_robustness": "the five Paper 1 models have not been trained on the second backbone yet",
     "p3_tables": "the AutoRegEmbed runs and their contrastive baselines have not been trained at the standard budget yet",
     "p3_data_efficiency": "the data-efficiency runs (sizes x seeds x methods) have not been trained yet",
     "p3_ablations": "the ablation runs have not been trained at the standard budget yet",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 import pandas as pd
+from scipy.stats import kendalltau
 
 from repro.stats import paired_bootstrap_mean, wilcoxon_over_tasks
 
@@ -54,3 +55,27 @@ def category_means(wide: pd.DataFrame) -> pd.DataFrame:
     means["all tasks"] = wide.mean()
     means["tasks"] = len(wide)
     return means
+
+
+def ranking_agreement(first: pd.DataFrame, second: pd.DataFrame, categories: Iterable[str | None]) -> pd.DataFrame:
+    """Do two backbones rank the models alike? Per category, Kendall's tau between the models' mean scores on
+    the tasks both have (n = the number of models: with 5 models only tau >= 0.8 can reach p < 0.05)."""
+    rows = []
+    models = [m for m in first.columns if m in second.columns]
+    for category in categories:
+        a, b = (w if category is None else w.loc[[category]] if category in w.index.get_level_values(0) else w.iloc[:0]
+                for w in (first, second))
+        tasks = a.index.intersection(b.index)
+        if len(tasks) == 0 or len(models) < 3:
+            rows.append({"category": category or "all tasks", "tasks": len(tasks), "models": len(models),
+                         "verdict": "missing results"})
+            continue
+        mean_a, mean_b = a.loc[tasks, models].mean(), b.loc[tasks, models].mean()
+        tau, p = kendalltau(mean_a, mean_b)
+        rows.append({"category": category or "all tasks", "tasks": len(tasks), "models": len(models),
+                     "order (first)": " > ".join(map(str, mean_a.sort_values(ascending=False).index)),
+                     "order (second)": " > ".join(map(str, mean_b.sort_values(ascending=False).index)),
+                     "Kendall tau": tau, "p": p,
+                     "verdict": ("not significantly alike" if not p < 0.05 else
+                                 "same ranking (significant)" if tau > 0 else "reversed ranking (significant)")})
+    return pd.DataFrame(rows)

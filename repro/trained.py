@@ -141,6 +141,15 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
     return pd.concat(frames, ignore_index=True)
 
 
+def evaluate_models(backbone: str, models: Sequence[int], suite: str, tasks: Sequence[str] | None = None,
+                    recompute: bool = False, progress: bool = False, **train) -> pd.DataFrame:
+    """Scores of several of the five models trained with the same settings ``train`` (TrainConfig fields),
+    one frame with columns ``model`` and ``backbone``."""
+    frames = [evaluate_trained(TrainConfig(backbone=backbone, model=m, **train), suite, tasks, progress=progress,
+                               recompute=recompute) for m in models]
+    return pd.concat(frames, ignore_index=True).assign(backbone=backbone)
+
+
 def stored_runs(backbone: str) -> list[dict]:
     return [r for r in all_results(RUNS_EXPERIMENT) if r["params"]["train"]["backbone"] == backbone]
 

@@ -181,3 +181,23 @@ def test_mean_pooling_baseline_averages_real_tokens_only():
     assert padding is None and states.shape == (2, 1, 8)
     torch.testing.assert_close(states[0, 0], hidden[-1][0, :2].mean(0))
     assert make_head(model_spec("mean"), 8, 2) is None
+
+
+def test_ranking_agreement_reads_kendall_tau_per_category():
+    import numpy as np
+    import pandas as pd
+
+    from repro.model_comparison import ranking_agreement
+
+    index = pd.MultiIndex.from_tuples([("STS", "a"), ("STS", "b"), ("Classification", "c")], names=["category", "task"])
+    first = pd.DataFrame(np.array([[1, 2, 3, 4, 5], [2, 3, 4, 5, 6], [5, 4, 3, 2, 1]], float), index=index,
+                         columns=[1, 2, 3, 4, 5])
+    same = ranking_agreement(first, first + 0.5, ["STS", "Retrieval"]).set_index("category")
+    assert same.loc["STS", "order (first)"] == "5 > 4 > 3 > 2 > 1" and same.loc["STS", "Kendall tau"] == pytest.approx(1.0)
+    assert same.loc["STS", "verdict"] == "same ranking (significant)"
+    assert same.loc["Retrieval", "verdict"] == "missing results"
+    reversed_ = ranking_agreement(first, -first, ["STS"]).iloc[0]
+    assert reversed_["verdict"] == "reversed ranking (significant)"
+    swapped = first.copy()
+    swapped[[1, 2]] = first[[2, 1]].to_numpy()  # one swapped pair of five: tau 0.8
+    assert ranking_agreement(first, swapped, ["STS"]).iloc[0]["Kendall tau"] == pytest.approx(0.8)

@@ -31,6 +31,7 @@ CONFIG = REPO_ROOT / "_config.yml"
 # prompt whose sweep over P2_TASKS is committed)
 P2_BACKBONES = ["smollm2-135m"]
 P2_PROMPTS = ["prompteol"]
+P2_SKIP: list[str] = []  # "backbone:prompt" runs of that grid whose sweeps are not committed yet
 P2_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "STS14", "STS15", "STS16", "STS17"]
 
 # Table 5's tasks on the second backbone: the compact suite without its two slowest tasks to encode (IMDB and
@@ -86,8 +87,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                   "tasks": ["STSBenchmark", "STS17", "SciFact"], "all_task_runs": [],
                   "ratios": [1, 2]},
         # every backbone x prompt on the 9 STS sets (scripts/p2_sweeps.sh), SmolLM2/PromptEOL on all 19 tasks
-        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": P2_PROMPTS, "suite": "compact",
-                     "tasks": P2_TASKS, "all_task_runs": ["smollm2-135m:prompteol"], "ratios": [1, 2, 4, 8]},
+        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": P2_PROMPTS, "skip_runs": P2_SKIP,
+                     "suite": "compact", "tasks": P2_TASKS, "all_task_runs": ["smollm2-135m:prompteol"], "ratios": [1, 2, 4, 8]},
     } for name in ("p2_main_table", "p2_filter_types")},
     "p2_vocab_probe": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompt": "prompteol", "n_sentences": 40,
@@ -104,7 +105,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
                   "tasks": ["STSBenchmark", "STS17", "SciFact"], "ratios": [1, 2]},
         # PromptEOL sweeps also cover SciFact (scripts/p2_sweeps.sh)
-        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": ["prompteol"], "suite": "compact",
+        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": ["prompteol"], "skip_runs": [],
+                     "suite": "compact",
                      "tasks": ["SciFact"], "ratios": [1, 2, 4, 8]},
     },
     "p3_tables": {

@@ -231,6 +231,50 @@ def ablation_config(label: str, base: AlignConfig) -> AlignConfig:
     return AlignConfig(**(vars(base) | ABLATIONS[label]))
 
 
+PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their types (papermill -p checks)
+    "profile": str, "backbone": str, "suite": str, "finetune": str, "compress_steps": int, "compress_max_length": int,
+    "align_steps": int, "align_lr": float, "warmup_steps": int, "batch_size": int, "train_examples": int,
+    "validation_examples": int, "validation_sts_pairs": int, "validation_triplets": int, "seed": int,
+    "recompute": bool}
+
+
+def page_configs(**params) -> tuple[CompressConfig, AlignConfig]:
+    """A Paper 3 page's parameters (checked: clear errors for wrong types) -> the stage-1 and stage-2 configs."""
+    from repro.notebook import check_params
+
+    missing = set(PAGE_PARAMETERS) - set(params)
+    if missing:
+        raise TypeError(f"missing page parameters: {', '.join(sorted(missing))}")
+    check_params(**{name: (params[name], PAGE_PARAMETERS[name]) for name in PAGE_PARAMETERS}, tasks=(params.get("tasks"), (list, str), True))
+    p = params
+    compress = CompressConfig(backbone=p["backbone"], finetune=p["finetune"], steps=p["compress_steps"],
+                              batch_size=p["batch_size"], max_length=p["compress_max_length"],
+                              validation_examples=p["validation_examples"], warmup_steps=p["warmup_steps"])
+    base = AlignConfig(compress=compress, backbone=p["backbone"], finetune=p["finetune"], steps=p["align_steps"],
+                       batch_size=p["batch_size"], lr=p["align_lr"], train_examples=p["train_examples"], seed=p["seed"],
+                       validation_sts_pairs=p["validation_sts_pairs"], validation_triplets=p["validation_triplets"],
+                       warmup_steps=p["warmup_steps"])
+    return compress, base
+
+
+def describe_scale(base: AlignConfig, suite: str) -> str:
+    """The scale and deviations line every Paper 3 page prints under its results."""
+    from repro.tasks import describe_suite
+
+    compress = base.compress
+    stage1 = (f"Stage 1: {compress.steps} steps x {compress.batch_size} instruction examples (T0 + self-instruct, "
+              f"encoder input <= {compress.max_length} tokens, target <= {compress.target_max_length}). "
+              if compress is not None else "No stage 1. ")
+    return (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
+            f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} SNLI triplets "
+            f"({'all' if not base.train_examples else base.train_examples} training triplets), lr {base.lr} "
+            f"({base.warmup_steps} warm-up steps, {base.schedule}), beta {base.beta}, tau {base.temperature}, seed "
+            f"{base.seed}. Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
+            "a 135M backbone instead of LLaMA2-7B, SNLI triplets instead of 50k MEDI-NLI, T0/self-instruct instead "
+            "of PWC for stage 1, a few hundred steps instead of epochs, MS MARCO and SCIDOCS are not offline "
+            "(SciFact and NFCorpus instead).")
+
+
 def steps_for(examples: int, epochs: float, batch_size: int) -> int:
     """Optimizer steps for ``epochs`` passes over ``examples`` triplets (at least one step)."""
     return max(1, round(epochs * examples / batch_size))

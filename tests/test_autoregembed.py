@@ -208,3 +208,22 @@ def test_objective_cost_measures_both_objectives_in_fresh_processes(tiny_dir):
     assert (costs.step_seconds > 0).all() and (costs.peak_mb_above_model >= 0).all() and (costs.model_mb > 0).all()
     again = objective_costs([2], tiny_dir, steps=2, max_length=24)  # stored: not measured twice
     assert again.step_seconds.tolist() == costs.step_seconds.tolist()
+
+
+def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
+    from repro.autoreg_experiments import describe_scale, page_configs
+
+    good = dict(profile="smoke", backbone="smollm2-135m", suite="smoke", tasks=None, finetune="full",
+                compress_steps=3, compress_max_length=64, align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
+                train_examples=8, validation_examples=4, validation_sts_pairs=8, validation_triplets=8, seed=1,
+                recompute=False)
+    compress, base = page_configs(**good)
+    assert (compress.steps, compress.max_length, base.steps, base.train_examples, base.seed) == (3, 64, 2, 8, 1)
+    assert base.compress == compress
+    line = describe_scale(base, "smoke")
+    assert "Stage 1: 3 steps x 2" in line and "Stage 2: 2 steps x 2" in line and "'smoke' suite" in line
+    for bad in (dict(align_lr="fast"), dict(batch_size=2.5), dict(tasks="STS12")):
+        with pytest.raises(TypeError, match="must be"):
+            page_configs(**(good | bad))
+    with pytest.raises(TypeError, match="missing page parameters: seed"):
+        page_configs(**{k: v for k, v in good.items() if k != "seed"})

@@ -156,6 +156,11 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbone": "smollm2-135m", "batch_sizes": [4, 8, 16], "steps": 4,
                      "max_length": 64},
     },
+    "p3_summary": {  # reads the stored results of the four Paper 3 pages above, for their parameters
+        "smoke": {"profile": "smoke", "tables": None, "data_efficiency": None, "ablations": None, "memory": None},
+        "standard": {"profile": "standard", "tables": None, "data_efficiency": None, "ablations": None,
+                     "memory": None},
+    },
     "reproducibility": {
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},
@@ -186,6 +191,7 @@ PENDING: dict[str, str] = {
     "p3_tables": "the AutoRegEmbed runs and their contrastive baselines have not been trained at the standard budget yet",
     "p3_data_efficiency": "the data-efficiency runs (sizes x seeds x methods) have not been trained yet",
     "p3_ablations": "the ablation runs have not been trained at the standard budget yet",
+    "p3_summary": "it summarises the Paper 3 pages above, whose standard-scale runs are not all trained yet",
 }
 
 
@@ -206,6 +212,22 @@ def pending_page(name: str, reason: str, output_dir: Path) -> Path:
     return output
 
 
+def page_parameters(name: str, profile: str, overrides: dict | None = None) -> dict:
+    """The parameters the book runs notebook ``name`` with under ``profile``, with ``overrides`` (checked: only
+    parameters the notebook has, plus ``recompute``)."""
+    if name not in NOTEBOOKS:
+        raise ValueError(f"unknown notebook '{name}'; valid: {', '.join(NOTEBOOKS)}")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
+    if overrides is not None and not isinstance(overrides, dict):
+        raise TypeError(f"overrides of '{name}' must be a dict of parameters, got {type(overrides).__name__}")
+    params = dict(NOTEBOOKS[name][profile])
+    unknown = set(overrides or {}) - set(params) - {"recompute"}
+    if unknown:
+        raise ValueError(f"notebook '{name}' has no parameter(s) {sorted(unknown)}; it has {sorted(params)}")
+    return params | (overrides or {})
+
+
 def execute(name: str, profile: str, overrides: dict | None = None, recompute: bool = False,
             output_dir: Path = BOOK_DIR, compute_pending: bool = False) -> Path:
     import nbformat
@@ -217,12 +239,7 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
         raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
     if profile == "standard" and name in PENDING and not compute_pending:
         return pending_page(name, PENDING[name], output_dir)
-    params = dict(NOTEBOOKS[name][profile])
-    unknown = set(overrides or {}) - set(params) - {"recompute"}
-    if unknown:
-        raise ValueError(f"notebook '{name}' has no parameter(s) {sorted(unknown)}; it has {sorted(params)}")
-    params.update(overrides or {})
-    params["recompute"] = recompute
+    params = page_parameters(name, profile, overrides) | {"recompute": recompute}
     output = output_dir / f"{name}.ipynb"
     output_dir.mkdir(parents=True, exist_ok=True)
     env_before = os.environ.get("REPRO_NOTEBOOK")

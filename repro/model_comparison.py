@@ -79,3 +79,40 @@ def ranking_agreement(first: pd.DataFrame, second: pd.DataFrame, categories: Ite
                      "verdict": ("not significantly alike" if not p < 0.05 else
                                  "same ranking (significant)" if tau > 0 else "reversed ranking (significant)")})
     return pd.DataFrame(rows)
+
+
+EXPECTATIONS = ("better", "worse", "no gain")
+
+
+def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = None, expected: str = "better") -> dict:
+    """A paper's claim about ``a`` vs ``b`` in ``category`` (None: every row of ``wide``), judged by the paired
+    test of :func:`compare`. ``expected``: "better" (a significantly above b), "worse" (significantly below) or
+    "no gain" (a not significantly above b). Verdict at our scale: supported / contradicted (significant the
+    other way; for "no gain": a significantly better) / not supported (no significant difference) /
+    untestable (too few paired units for p < 0.05) / missing results."""
+    if expected not in EXPECTATIONS:
+        raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
+    row = comparison_table(wide, [(a, b)], [category]).iloc[0]
+    test = row["verdict"]
+    a_better, b_better = test == f"significant: {a} better", test == f"significant: {b} better"
+    if test.startswith(("missing", "no data")):
+        verdict = "missing results"
+    elif test.startswith("untestable"):
+        verdict = "untestable"
+    elif expected == "no gain":
+        verdict = "contradicted" if a_better else "supported"
+    elif (a_better and expected == "better") or (b_better and expected == "worse"):
+        verdict = "supported"
+    elif a_better or b_better:
+        verdict = "contradicted"
+    else:
+        verdict = "not supported (no significant difference)"
+    return {"claim (paper)": claim, "comparison": row["comparison"], "category": row["category"],
+            "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
+            "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"],
+            "95% CI (bootstrap)": row["95% CI (bootstrap)"], "test": test, "verdict at our scale": verdict}
+
+
+def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
+    """One :func:`claim_verdict` row per ``(claim, a, b, category, expected)``."""
+    return pd.DataFrame([claim_verdict(wide, *claim) for claim in claims])

@@ -38,6 +38,16 @@ def test_every_notebook_has_a_tagged_parameters_cell_and_no_outputs():
 
 
 @pytest.mark.integration
+def test_page_parameters_are_the_build_parameters_with_checked_overrides():
+    assert build.page_parameters("p3_tables", "smoke") == NOTEBOOKS["p3_tables"]["smoke"]
+    assert build.page_parameters("p3_tables", "smoke", {"suite": "small"})["suite"] == "small"
+    with pytest.raises(ValueError, match="no parameter"):
+        build.page_parameters("p3_tables", "smoke", {"sizes": [1]})
+    with pytest.raises(TypeError, match="must be a dict"):
+        build.page_parameters("p3_tables", "smoke", ["suite"])
+
+
+@pytest.mark.integration
 def test_wrong_parameter_type_fails_with_a_clear_message(tmp_path):
     from papermill.exceptions import PapermillExecutionError
 
@@ -72,6 +82,8 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     assert "mjx-container" in tables and "83.24" in tables and "AutoRegEmbed" in tables  # quoted, labelled
     assert "<img" in rendered_dom(html / "p3_data_efficiency.html") and "<img" in rendered_dom(html / "p3_memory.html")
     assert "79.82" in rendered_dom(html / "p3_ablations.html")  # the paper's KL variant, quoted
+    summary = rendered_dom(html / "p3_summary.html")
+    assert "What did not reproduce" in summary and "verdict at our scale" in summary and "83.24" in summary
     png = screenshot(html / "p1_layer_correlation.html", tmp_path / "figure.png")
     assert png.stat().st_size > 50_000
 

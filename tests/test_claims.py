@@ -1,0 +1,91 @@
+"""Claims with verdicts: the paired test decides, the paper's direction sets supported vs contradicted."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from repro.autoreg_claims import (ablation_claims, best_contrastive, data_efficiency_claims, headline_table,
+                                  memory_claim, not_reproduced, table_claims)
+from repro.model_comparison import claim_verdict, claims_table
+
+
+def scores(columns: dict, categories=("STS",) * 8) -> pd.DataFrame:
+    index = pd.MultiIndex.from_tuples([(c, f"{c}{i}") for i, c in enumerate(categories)], names=["category", "task"])
+    return pd.DataFrame(columns, index=index)
+
+
+def test_claim_verdict_reads_the_direction_the_paper_expects():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(40, 60, 8)
+    wide = scores({"a": base + 5 + rng.uniform(0, 1, 8), "b": base, "c": base + rng.normal(0, 1, 8)})
+    assert claim_verdict(wide, "a beats b", "a", "b", "STS", "better")["verdict at our scale"] == "supported"
+    assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict at our scale"] == "contradicted"
+    assert claim_verdict(wide, "a is worse", "a", "b", "STS", "worse")["verdict at our scale"] == "contradicted"
+    assert claim_verdict(wide, "b is worse", "b", "a", None, "worse")["verdict at our scale"] == "supported"
+    assert claim_verdict(wide, "a no gain", "a", "b", "STS", "no gain")["verdict at our scale"] == "contradicted"
+    noise = claim_verdict(wide, "c beats b", "c", "b", "STS", "better")
+    assert noise["p (Wilcoxon)"] >= 0.05
+    assert noise["verdict at our scale"] == "not supported (no significant difference)"
+    assert claim_verdict(wide, "c no gain", "c", "b", "STS", "no gain")["verdict at our scale"] == "supported"
+    assert claim_verdict(wide, "x", "a", "missing", "STS")["verdict at our scale"] == "missing results"
+    assert claim_verdict(wide, "x", "a", "b", "Retrieval")["verdict at our scale"] == "missing results"
+    with pytest.raises(ValueError, match="unknown expectation"):
+        claim_verdict(wide, "x", "a", "b", "STS", "higher")
+
+
+def test_two_datasets_are_untestable_not_a_verdict():
+    wide = scores({"a": [60.0, 70.0], "b": [50.0, 60.0]}, categories=("Retrieval", "Retrieval"))
+    row = claims_table(wide, [("a beats b", "a", "b", "Retrieval", "better")]).iloc[0]
+    assert row["verdict at our scale"] == "untestable" and row["paired"] == 2
+
+
+def test_paper3_tables_claims_pick_the_best_contrastive_baseline_and_list_what_failed():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(30, 50, 8)
+    wide = scores({"last token": base, "compression only": base + 10 + rng.uniform(0, 1, 8),
+                   "AutoRegEmbed": base + 10 + rng.normal(0, 1, 8), "last token, in-batch": base + 20,
+                   "mean, in-batch": base + 1})
+    assert best_contrastive(wide) == "last token, in-batch"
+    claims = table_claims(wide)
+    sts = claims[claims.category == "STS"].set_index("comparison")["verdict at our scale"]
+    assert sts["compression only vs last token"] == "supported"
+    assert sts["AutoRegEmbed vs compression only"].startswith("not supported")
+    assert sts["AutoRegEmbed vs last token, in-batch"] == "contradicted"
+    assert set(claims[claims.category == "Retrieval"]["verdict at our scale"]) == {"missing results"}
+    failed = not_reproduced(claims)
+    assert len(failed) == len(claims) - 1 and "supported" not in set(failed["verdict at our scale"])
+    table = headline_table(wide)
+    assert list(table.index[:3]) == ["last token", "last token, in-batch", "mean, in-batch"]  # the paper's order
+    assert table.loc["AutoRegEmbed", "STS average"] == pytest.approx(wide["AutoRegEmbed"].mean())
+
+
+def test_data_efficiency_pairs_every_size_and_seed_point():
+    rows = [{"method": m, "examples": n, "seed": s, "STS average": 50 + np.log2(n) + (3 if m == "AutoRegEmbed" else 0) + s}
+            for m in ("AutoRegEmbed", "mean, in-batch") for n in (64, 128, 256, 512) for s in (0, 1)]
+    claims = data_efficiency_claims(pd.DataFrame(rows))
+    assert len(claims) == 1 and claims.iloc[0]["paired"] == 8
+    assert claims.iloc[0]["verdict at our scale"] == "supported"
+
+
+def test_ablation_claims_quote_the_paper_and_skip_the_temperature_grid():
+    rng = np.random.default_rng(2)
+    base = rng.uniform(40, 60, 8)
+    wide = scores({"full (Eq. 2, sigmoid)": base, "KL divergence": base - 3 - rng.uniform(0, 1, 8),
+                   "tanh": base + rng.normal(0, 1, 8), "tau=0.05, beta=0.1": base})
+    claims = ablation_claims(wide).set_index("comparison")
+    assert list(claims.index) == ["KL divergence vs full (Eq. 2, sigmoid)", "tanh vs full (Eq. 2, sigmoid)"]
+    assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "verdict at our scale"] == "supported"
+    assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "paper (quoted STS average)"] == 79.82
+    assert claims.loc["tanh vs full (Eq. 2, sigmoid)", "verdict at our scale"].startswith("not supported")
+
+
+def test_memory_claim_is_supported_only_if_alignment_is_lighter_at_every_batch_size():
+    costs = pd.DataFrame([{"objective": o, "batch_size": b, "peak_mb_above_model": mb, "step_seconds": 1.0}
+                          for o, b, mb in [("align", 4, 90), ("contrastive", 4, 100), ("align", 8, 210),
+                                           ("contrastive", 8, 200)]])
+    claim = memory_claim(costs)
+    assert claim["memory align / contrastive"] == [0.9, 1.05] and claim["verdict at our scale"] == "not supported"
+    costs.loc[costs.objective == "align", "peak_mb_above_model"] = 50
+    assert memory_claim(costs)["verdict at our scale"] == "supported"
+    costs.loc[0, "peak_mb_above_model"] = np.nan  # a failed measurement is not a verdict
+    assert memory_claim(costs)["verdict at our scale"] == "missing results"

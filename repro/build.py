@@ -29,8 +29,8 @@ CONFIG = REPO_ROOT / "_config.yml"
 
 # The EmbedFilter sweeps the standard book shows (committed by scripts/p2_sweeps.sh; the grid is every backbone x
 # prompt whose sweep over P2_TASKS is committed)
-P2_BACKBONES = ["smollm2-135m"]
-P2_PROMPTS = ["prompteol"]
+P2_BACKBONES = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
+P2_PROMPTS = ["prompteol", "echo"]
 P2_SKIP: list[str] = []  # "backbone:prompt" runs of that grid whose sweeps are not committed yet
 P2_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "STS14", "STS15", "STS16", "STS17"]
 

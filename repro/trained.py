@@ -23,7 +23,7 @@ import pandas as pd
 
 from repro.evaluate import CosineSimilarity, _model_meta, _texts_from, evaluate_encoders
 from repro.paths import REPO_ROOT
-from repro.results import all_results, encode_array, load_or_compute
+from repro.results import all_results, encode_array, load_or_compute, load_result
 from repro.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
 from repro.train import Collator, TrainConfig, add_config_arguments, embed_texts, load_trained, train
 
@@ -58,8 +58,10 @@ def weights_digest(model) -> str:
     return digest.hexdigest()[:16]
 
 
-def train_or_load(config: TrainConfig, progress: bool = True):
-    """The trained model for ``config`` (training or resuming it if needed) and its stored summary."""
+def train_or_load(config: TrainConfig, progress: bool = True, refresh_record: bool = False):
+    """The trained model for ``config`` (training or resuming it if needed) and its stored summary.
+    ``refresh_record`` re-stores the summary (curves) from the local run folder: used when stale scores are
+    recomputed with weights retrained here, so that curves and scores describe the same training."""
     folder = runs_dir() / run_name(config)
 
     def compute():
@@ -69,7 +71,7 @@ def train_or_load(config: TrainConfig, progress: bool = True):
         history = pd.DataFrame(summary.pop("history"))
         return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
 
-    record = load_or_compute(RUNS_EXPERIMENT, {"train": config.identity()}, compute)
+    record = load_or_compute(RUNS_EXPERIMENT, {"train": config.identity()}, compute, recompute=refresh_record)
     if not (folder / "final" / "train_config.json").is_file():
         train(config, folder, progress=progress)  # results stored but weights missing here: retrain
     model, loaded = load_trained(folder / "final")
@@ -91,27 +93,34 @@ class TrainedEncoder(CosineSimilarity):
 
 
 def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
-                     progress: bool = True, recompute: bool = False) -> pd.DataFrame:
-    """Scores of the trained model per task (stored per task; trains/loads the model only if needed)."""
+                     progress: bool = True, recompute: bool = False, recompute_stale: bool = False) -> pd.DataFrame:
+    """Scores of the trained model per task (stored per task; trains/loads the model only if needed).
+    ``recompute_stale``: recompute the tasks whose stored scores come from other weights than the model at hand
+    (weights lost and retrained: CPU training is not bit-reproducible across machines)."""
 
     def make_encoder():
-        model, _ = train_or_load(config, progress)
+        model, _ = train_or_load(config, progress, refresh_record=recompute_stale)
         eval_config = TrainConfig(**(asdict(config) | {"max_length": eval_max_length}))
         return TrainedEncoder(model, eval_config), weights_digest(model)
 
     frame = evaluate_per_task(SCORES_EXPERIMENT, {"train": config.identity(), "eval_max_length": eval_max_length},
-                              suite, tasks, make_encoder, progress, recompute, label=f"model {config.model}")
+                              suite, tasks, make_encoder, progress, recompute, label=f"model {config.model}",
+                              recompute_stale=recompute_stale)
     return frame.assign(model=config.model)
 
 
 def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str] | None, make_encoder,
-                      progress: bool = True, recompute: bool = False, label: str = "") -> pd.DataFrame:
+                      progress: bool = True, recompute: bool = False, label: str = "",
+                      recompute_stale: bool = False) -> pd.DataFrame:
     """mteb scores of one trained encoder, stored per task under ``identity`` + suite + task (STS keeps its
     per-pair similarities). ``make_encoder() -> (mteb encoder, weights digest)`` runs only if a task is
-    missing; scores from two different trainings (digests) are never mixed in one table."""
+    missing (or, with ``recompute_stale``, always: then every task stored from other weights is recomputed);
+    scores from two different trainings (digests) are never mixed in one table."""
     suite_caps(suite)
     tasks = check_task_names(tasks)
     state: dict = {}
+    if recompute_stale:
+        state["encoder"], state["weights"] = make_encoder()
     digests: set = set()
     frames = []
     for name in tasks:
@@ -130,14 +139,16 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
                 extra["pair_similarities"] = encode_array(next(iter(sims.values())))
             return rows, {"task_seconds": time.perf_counter() - start}, extra
 
-        record = load_or_compute(experiment, params, compute, recompute=recompute)
+        stale = recompute_stale and (load_result(experiment, params) or {}).get("weights_sha256") != state["weights"]
+        record = load_or_compute(experiment, params, compute, recompute=recompute or stale)
         digests.add(record.get("weights_sha256"))
         frames.append(pd.DataFrame(record["rows"]))
         if progress:
             print(f"{label} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
     if len(digests) > 1:  # e.g. weights lost and retrained: never mix two trainings in one table
         raise ValueError(f"the stored scores of {label} come from different trained weights "
-                         f"({sorted(map(str, digests))}); rerun with recompute=True")
+                         f"({sorted(map(str, digests))}); rerun with recompute_stale=True "
+                         f"(python -m repro.trained ... --recompute-stale) to recompute those from other weights")
     return pd.concat(frames, ignore_index=True)
 
 
@@ -159,9 +170,12 @@ def main(argv=None):
     add_config_arguments(parser)
     parser.add_argument("--suite", default="compact")
     parser.add_argument("--tasks", nargs="*")
+    parser.add_argument("--recompute-stale", action="store_true",
+                        help="recompute the stored scores that come from other weights than the local run folder's "
+                             "(e.g. the weights were lost and retrained on another machine)")
     args = vars(parser.parse_args(argv))
-    suite, tasks = args.pop("suite"), args.pop("tasks")
-    df = evaluate_trained(TrainConfig(**args), suite, tasks)
+    suite, tasks, stale = args.pop("suite"), args.pop("tasks"), args.pop("recompute_stale")
+    df = evaluate_trained(TrainConfig(**args), suite, tasks, recompute_stale=stale)
     print(df.groupby("task")["main_score"].mean().to_string())
 
 

@@ -201,3 +201,36 @@ def test_ranking_agreement_reads_kendall_tau_per_category():
     swapped = first.copy()
     swapped[[1, 2]] = first[[2, 1]].to_numpy()  # one swapped pair of five: tau 0.8
     assert ranking_agreement(first, swapped, ["STS"]).iloc[0]["Kendall tau"] == pytest.approx(0.8)
+
+
+def test_scores_from_lost_weights_are_refused_and_only_those_are_recomputed_when_stale(monkeypatch):
+    """Weights lost and retrained elsewhere (other digest): mixing is an error; recompute_stale redoes the tasks
+    stored from the old weights and keeps the ones already computed from the current weights."""
+    import pandas as pd
+
+    from repro import trained
+
+    calls = []
+
+    def fake_evaluate(tasks, encoders, progress, pair_similarities):
+        calls.append(tasks[0])
+        return pd.DataFrame([{"task": tasks[0], "main_score": 0.5}])
+
+    monkeypatch.setattr(trained, "offline_task", lambda name, suite: name)
+    monkeypatch.setattr(trained, "evaluate_encoders", fake_evaluate)
+
+    def run(digest, tasks, **kw):
+        return trained.evaluate_per_task("stale_test", {"train": {"model": 1}}, "smoke", tasks,
+                                         lambda: (object(), digest), progress=False, **kw)
+
+    run("old", ["STS12", "STS13"])
+    run("new", ["STS14"])  # retrained weights, a task that was missing
+    assert calls == ["STS12", "STS13", "STS14"]
+    with pytest.raises(ValueError, match="different trained weights"):
+        run("new", ["STS12", "STS13", "STS14"])
+    calls.clear()
+    run("new", ["STS12", "STS13", "STS14"], recompute_stale=True)
+    assert calls == ["STS12", "STS13"]
+    calls.clear()
+    run("new", ["STS12", "STS13", "STS14"])  # consistent now: nothing to compute
+    assert calls == []

@@ -233,13 +233,9 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
     import nbformat
     import papermill
 
-    if name not in NOTEBOOKS:
-        raise ValueError(f"unknown notebook '{name}'; valid: {', '.join(NOTEBOOKS)}")
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
+    params = page_parameters(name, profile, overrides) | {"recompute": recompute}  # checks name, profile, overrides
     if profile == "standard" and name in PENDING and not compute_pending:
         return pending_page(name, PENDING[name], output_dir)
-    params = page_parameters(name, profile, overrides) | {"recompute": recompute}
     output = output_dir / f"{name}.ipynb"
     output_dir.mkdir(parents=True, exist_ok=True)
     env_before = os.environ.get("REPRO_NOTEBOOK")

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -24,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from repro.autoregembed import (NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, AlignConfig, CompressConfig, TextIds,
-                                embed_texts, load_encoder, train_alignment, train_compression)
+                                embed_texts, encoder_digest, load_encoder, train_alignment,
+                                train_compression)
 from repro.evaluate import CosineSimilarity, _model_meta, _texts_from
-from repro.results import load_or_compute, params_key
+from repro.results import load_or_compute, load_result, params_key
 from repro.tasks import STS_TASKS
 from repro.trained import evaluate_per_task, runs_dir
 
@@ -89,16 +89,6 @@ def train_or_load_autoreg(config: CompressConfig | AlignConfig, progress: bool =
     return model, record
 
 
-def encoder_digest(model) -> str:
-    """sha256 of the trained weights (encoder + compression tokens)."""
-    digest = hashlib.sha256()
-    for name, param in sorted(model.named_parameters()):
-        if param.requires_grad:
-            digest.update(name.encode())
-            digest.update(param.detach().cpu().numpy().tobytes())
-    return digest.hexdigest()[:16]
-
-
 class AutoRegEncoder(CosineSimilarity):
     """mteb encoder: mean of the compression states, L2-normalised; retrieval documents with the passage
     prompt, everything else (STS sentences, queries) with ``{text}\\n{instruction}``."""
@@ -135,6 +125,27 @@ def evaluate_autoreg(config: CompressConfig | AlignConfig, suite: str = "compact
     frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_encoder, progress, recompute,
                               label=f"AutoRegEmbed {stage}")
     return frame.assign(stage=stage)
+
+
+def stage1_provenance(aligns: Sequence[AlignConfig]) -> str:
+    """Which stage-1 weights the stored stage-2 runs ``aligns`` started from (CPU training is not
+    bit-reproducible across machines: a stage 1 retrained elsewhere is a different starting point)."""
+    starts: dict[str, int] = {}
+    unique = {json.dumps(asdict(c), sort_keys=True, default=str): c for c in aligns}  # a grid point may repeat a run
+    for config in unique.values():
+        if config.compress is None:
+            continue
+        record = load_result(RUNS_EXPERIMENT, {"stage": "align", "config": asdict(config)})
+        start = (record or {}).get("summary", {}).get("initial_digest", "not recorded")
+        starts[start] = starts.get(start, 0) + 1
+    if not starts:
+        return "No stored stage-2 run starts from a stage 1."
+    if len(starts) == 1:
+        return (f"All {sum(starts.values())} stored stage-2 runs start from the same stage-1 weights "
+                f"(sha256 {next(iter(starts))}).")
+    return ("The stored stage-2 runs start from different stage-1 trainings (weights sha256: "
+            + ", ".join(f"{d} x{n}" for d, n in starts.items())
+            + "); stage 1 was retrained between them, so their differences include that of two stage-1 runs.")
 
 
 UNTRAINED = {  # label -> (prompt, pooling)
@@ -318,47 +329,62 @@ def sts_average(frame: pd.DataFrame) -> float:
     return float(sts.groupby("task")["main_score"].mean().mean() * 100) if len(sts) else float("nan")
 
 
+def data_efficiency_configs(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int],
+                            epochs: float) -> dict[tuple[int, int], AlignConfig]:
+    """(training-set size, seed) -> the stage-2 configuration: ``epochs`` passes over the seeded subset of
+    ``size`` triplets (steps = epochs x size / batch); stage 1 is shared (trained once, its own seed)."""
+    return {(size, seed): AlignConfig(**(vars(base) | {"train_examples": size, "seed": seed,
+                                                       "steps": steps_for(size, epochs, base.batch_size)}))
+            for size in sizes for seed in seeds}
+
+
 def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int], epochs: float,
                            methods: Sequence[str], suite: str = "compact", tasks: Sequence[str] | None = None,
                            recompute: bool = False) -> pd.DataFrame:
-    """STS average per method x training-set size x seed. Each size trains ``epochs`` passes over its seeded
-    subset of triplets (steps = epochs x size / batch); stage 1 is shared (trained once, its own seed)."""
+    """STS average per method x training-set size x seed (:func:`data_efficiency_configs`)."""
     from repro.trained import evaluate_trained
 
     tasks = list(tasks) if tasks is not None else STS_TASKS
     rows = []
-    for size in sizes:
-        for seed in seeds:
-            align = AlignConfig(**(vars(base) | {"train_examples": size, "seed": seed,
-                                                 "steps": steps_for(size, epochs, base.batch_size)}))
-            for method in methods:
-                if method == "AutoRegEmbed":
-                    frame = evaluate_autoreg(align, suite, tasks, progress=False, recompute=recompute)
-                else:
-                    frame = evaluate_trained(contrastive_config(method, align), suite, tasks, progress=False,
-                                             recompute=recompute)
-                rows.append({"method": method, "examples": size, "seed": seed, "steps": align.steps,
-                             "STS average": sts_average(frame)})
+    for (size, seed), align in data_efficiency_configs(base, sizes, seeds, epochs).items():
+        for method in methods:
+            if method == "AutoRegEmbed":
+                frame = evaluate_autoreg(align, suite, tasks, progress=False, recompute=recompute)
+            else:
+                frame = evaluate_trained(contrastive_config(method, align), suite, tasks, progress=False,
+                                         recompute=recompute)
+            rows.append({"method": method, "examples": size, "seed": seed, "steps": align.steps,
+                         "STS average": sts_average(frame)})
     return pd.DataFrame(rows)
+
+
+def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float],
+                     betas: Sequence[float]) -> dict[str, AlignConfig]:
+    """variant label -> stage-2 configuration: the named ablations, then the temperature x beta grid."""
+    configs = {label: ablation_config(label, base) for label in labels}
+    for temperature in temperatures:
+        for beta in betas:
+            configs[f"tau={temperature}, beta={beta}"] = AlignConfig(**(vars(base) | {"temperature": temperature,
+                                                                                       "beta": beta}))
+    return configs
 
 
 def ablation_scores(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float], betas: Sequence[float],
                     suite: str = "compact", tasks: Sequence[str] | None = None,
                     recompute: bool = False) -> pd.DataFrame:
-    """Per-task scores (column ``variant``) of the named ablations and of the temperature x beta grid."""
+    """Per-task scores (column ``variant``; the grid's also ``temperature`` and ``beta``) of
+    :func:`ablation_configs`, plus compression only (without alignment)."""
     tasks = list(tasks) if tasks is not None else STS_TASKS
-    frames = []
-    for label in labels:
-        frames.append(evaluate_autoreg(ablation_config(label, base), suite, tasks, progress=False,
-                                       recompute=recompute).assign(variant=label))
+    configs = ablation_configs(base, labels, temperatures, betas)
+    frames = [evaluate_autoreg(configs[label], suite, tasks, progress=False, recompute=recompute)
+              .assign(variant=label) for label in labels]
     if base.compress is not None and "without alignment (compression only)" not in labels:
         frames.append(evaluate_autoreg(base.compress, suite, tasks, progress=False, recompute=recompute)
                       .assign(variant="without alignment (compression only)"))
-    for temperature in temperatures:
-        for beta in betas:
-            config = AlignConfig(**(vars(base) | {"temperature": temperature, "beta": beta}))
+    for variant, config in configs.items():
+        if variant not in labels:  # the temperature x beta grid
             frames.append(evaluate_autoreg(config, suite, tasks, progress=False, recompute=recompute)
-                          .assign(variant=f"tau={temperature}, beta={beta}", temperature=temperature, beta=beta))
+                          .assign(variant=variant, temperature=config.temperature, beta=config.beta))
     return pd.concat(frames, ignore_index=True)
 
 

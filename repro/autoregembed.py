@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass, field, fields
@@ -580,6 +581,9 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
     model = build_autoreg(config, device=str(accelerator.device))
     if compressed is not None:
         _load_encoder_weights(model, Path(compressed))
+    # which stage-1 weights this run starts from (CPU training is not bit-reproducible across machines, so a
+    # stage 1 retrained elsewhere is another starting point; the pages report it)
+    initial_digest = encoder_digest(model)
     texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
     train_rows, held = split_align(config)
     _check_divisible(config.batch_size, accelerator.num_processes)
@@ -615,7 +619,17 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
         return {"validation_sts": validation_sts(embed(core), config.validation_sts_pairs, config.seed)}
 
     run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed alignment", progress)
-    return _finish(accelerator, model, config, output, run)
+    return _finish(accelerator, model, config, output, run | {"initial_digest": initial_digest})
+
+
+def encoder_digest(model: AutoRegModel) -> str:
+    """sha256 (16 hex digits) of the trainable weights: encoder + compression tokens."""
+    digest = hashlib.sha256()
+    for name, param in sorted(model.named_parameters()):
+        if param.requires_grad:
+            digest.update(name.encode())
+            digest.update(param.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def _check_divisible(batch_size: int, world: int) -> None:

@@ -1,3 +1,4 @@
+import json
 import math
 
 import numpy as np
@@ -155,7 +156,7 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
 
 def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documents(tiny_dir, monkeypatch):
     from repro import autoreg_experiments as ex
-    from repro.results import all_results
+    from repro.results import all_results, result_path
 
     used = []
     original = ex.embed_texts
@@ -174,6 +175,17 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     scores = all_results(ex.SCORES_EXPERIMENT)
     assert len(scores) == 2 and all(r["weights_sha256"] for r in scores)
     assert any("pair_similarities" in r for r in scores)
+    # the stage-2 run records which stage-1 weights it started from: those scored as "compression only"
+    stage1_model, _ = ex.train_or_load_autoreg(config.compress, progress=False)
+    start = ar.encoder_digest(stage1_model)
+    assert ex.stage1_provenance([config]) == ("All 1 stored stage-2 runs start from the same stage-1 weights "
+                                              f"(sha256 {start}).")
+    other = _align(tiny_dir, config.compress, steps=1, checkpoint_every=5)
+    ex.ensure_trained(other, progress=False)
+    (record,) = [r for r in all_results(ex.RUNS_EXPERIMENT) if r["params"]["config"]["steps"] == 1]
+    record["summary"]["initial_digest"] = "0" * 16  # as if its stage 1 had been retrained on another machine
+    result_path(ex.RUNS_EXPERIMENT, record["params"]).write_text(json.dumps(record))
+    assert "different stage-1 trainings" in ex.stage1_provenance([config, other])
     calls = len(used)
     again = ex.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
     assert len(used) == calls  # stored: nothing re-encoded

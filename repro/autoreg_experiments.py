@@ -52,6 +52,11 @@ def run_folder(config: CompressConfig | AlignConfig) -> Path:
     return runs_dir() / f"{short}-ar-{stage_of(config)}-{params_key(asdict(config)).rsplit('-', 1)[-1]}"
 
 
+def run_params(config: CompressConfig | AlignConfig) -> dict:
+    """The key of a run's stored training summary in ``results/autoreg_runs/``."""
+    return {"stage": stage_of(config), "config": asdict(config)}
+
+
 def ensure_trained(config: CompressConfig | AlignConfig, progress: bool = True) -> tuple[Path, dict]:
     """Train (or resume) ``config`` if its weights or stored summary are missing, without loading the model
     (stage 2 trains its stage 1 first); returns the run folder and the stored training summary."""
@@ -73,7 +78,7 @@ def ensure_trained(config: CompressConfig | AlignConfig, progress: bool = True) 
         history = pd.DataFrame(summary.pop("history"))
         return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
 
-    record = load_or_compute(RUNS_EXPERIMENT, {"stage": stage_of(config), "config": asdict(config)}, compute)
+    record = load_or_compute(RUNS_EXPERIMENT, run_params(config), compute)
     if not (folder / "final" / "config.json").is_file():
         train_here()  # results stored but weights missing on this machine: retrain (same data, same seed)
     return folder, record
@@ -131,11 +136,11 @@ def stage1_provenance(aligns: Sequence[AlignConfig]) -> str:
     """Which stage-1 weights the stored stage-2 runs ``aligns`` started from (CPU training is not
     bit-reproducible across machines: a stage 1 retrained elsewhere is a different starting point)."""
     starts: dict[str, int] = {}
-    unique = {json.dumps(asdict(c), sort_keys=True, default=str): c for c in aligns}  # a grid point may repeat a run
+    unique = {params_key(run_params(c)): c for c in aligns}  # a grid point may repeat a named run
     for config in unique.values():
         if config.compress is None:
             continue
-        record = load_result(RUNS_EXPERIMENT, {"stage": "align", "config": asdict(config)})
+        record = load_result(RUNS_EXPERIMENT, run_params(config))
         start = (record or {}).get("summary", {}).get("initial_digest", "not recorded")
         starts[start] = starts.get(start, 0) + 1
     if not starts:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass, field, fields
@@ -43,6 +42,7 @@ from torch import nn
 from repro.atomic import atomic_path, write_json
 from repro.backbones import load_backbone
 from repro.encode import EncodeConfig, Tokenizer, _batches, _eos_id, _pad_id
+from repro.fingerprint import weights_digest
 from repro.paths import data_dir
 from repro.prompts import get_prompt
 from repro.train import (LORA_TARGETS, batch_indices, make_accelerator, pad_right, read_triplets, run_training,
@@ -624,12 +624,7 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
 
 def encoder_digest(model: AutoRegModel) -> str:
     """sha256 (16 hex digits) of the trainable weights: encoder + compression tokens."""
-    digest = hashlib.sha256()
-    for name, param in sorted(model.named_parameters()):
-        if param.requires_grad:
-            digest.update(name.encode())
-            digest.update(param.detach().cpu().numpy().tobytes())
-    return digest.hexdigest()[:16]
+    return weights_digest(model, lambda _, param: param.requires_grad)
 
 
 def _check_divisible(batch_size: int, world: int) -> None:

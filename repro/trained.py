@@ -48,14 +48,9 @@ def run_name(config: TrainConfig) -> str:
 
 def weights_digest(model) -> str:
     """sha256 of the trained weights (adapter + head): identifies which training produced a score."""
-    import hashlib
+    from repro.fingerprint import weights_digest as digest
 
-    digest = hashlib.sha256()
-    for name, param in sorted(model.named_parameters()):
-        if "lora_" in name or name.startswith("head."):
-            digest.update(name.encode())
-            digest.update(param.detach().cpu().numpy().tobytes())
-    return digest.hexdigest()[:16]
+    return digest(model, lambda name, _: "lora_" in name or name.startswith("head."))
 
 
 def train_or_load(config: TrainConfig, progress: bool = True, refresh_record: bool = False):

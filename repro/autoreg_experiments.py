@@ -26,6 +26,7 @@ from repro.autoregembed import (NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, 
                                 embed_texts, encoder_digest, load_encoder, train_alignment,
                                 train_compression)
 from repro.evaluate import CosineSimilarity, _model_meta, _texts_from
+from repro.lanes import exclusive, in_lane_order
 from repro.results import load_or_compute, load_result, params_key
 from repro.tasks import STS_TASKS
 from repro.trained import evaluate_per_task, runs_dir
@@ -78,9 +79,10 @@ def ensure_trained(config: CompressConfig | AlignConfig, progress: bool = True) 
         history = pd.DataFrame(summary.pop("history"))
         return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
 
-    record = load_or_compute(RUNS_EXPERIMENT, run_params(config), compute)
-    if not (folder / "final" / "config.json").is_file():
-        train_here()  # results stored but weights missing on this machine: retrain (same data, same seed)
+    with exclusive(f"run {folder}"):  # another lane wanting this run waits for it instead of training it too
+        record = load_or_compute(RUNS_EXPERIMENT, run_params(config), compute)
+        if not (folder / "final" / "config.json").is_file():
+            train_here()  # results stored but weights missing on this machine: retrain (same data, same seed)
     return folder, record
 
 
@@ -172,7 +174,7 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
     suite_caps(suite)
     tasks = check_task_names(list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS)
     state: dict = {}
-    frames = []
+    runs = {}
     for name in tasks:
         for label, (prompt, pooling) in UNTRAINED.items():
             params = {"backbone": backbone, "prompt": prompt, "pooling": pooling, "max_length": max_length,
@@ -190,11 +192,15 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
                 extra = {"pair_similarities": encode_array(next(iter(sims.values())))} if sims else {}
                 return rows, {}, extra
 
-            record = load_or_compute(UNTRAINED_EXPERIMENT, params, compute, recompute=recompute)
-            frames.append(pd.DataFrame(record["rows"]).assign(method=label))
-            if progress:
-                print(f"{label} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
-    return pd.concat(frames, ignore_index=True)
+            def run(params=params, compute=compute, label=label, name=name):
+                frame = pd.DataFrame(load_or_compute(UNTRAINED_EXPERIMENT, params, compute, recompute=recompute)
+                                     ["rows"]).assign(method=label)
+                if progress:
+                    print(f"{label} {name}: {frame['main_score'].mean():.4f}", flush=True)
+                return frame
+
+            runs[name, label] = run
+    return pd.concat(in_lane_order(runs).values(), ignore_index=True)
 
 
 # AutoRegEmbed's contrastive baselines (its Figure 3: Lasttoken/Mean x InBatch/HardNeg), trained by repro.train
@@ -312,19 +318,17 @@ def method_scores(align: AlignConfig, suite: str = "compact", tasks: Sequence[st
     if set(methods) & set(UNTRAINED):
         untrained = evaluate_untrained(align.backbone, suite, tasks, progress=progress, recompute=recompute)
         frames.append(untrained[untrained.method.isin(methods)])
+    runs = {}
     for label in methods:
         if label in CONTRASTIVE:
-            frame = evaluate_trained(contrastive_config(label, align), suite, tasks, progress=progress,
-                                     recompute=recompute)
-        elif label == "compression only":
-            if align.compress is None:
-                continue
-            frame = evaluate_autoreg(align.compress, suite, tasks, progress=progress, recompute=recompute)
+            runs[label] = lambda label=label: evaluate_trained(contrastive_config(label, align), suite, tasks,
+                                                               progress=progress, recompute=recompute)
+        elif label == "compression only" and align.compress is not None:
+            runs[label] = lambda: evaluate_autoreg(align.compress, suite, tasks, progress=progress,
+                                                   recompute=recompute)
         elif label == "AutoRegEmbed":
-            frame = evaluate_autoreg(align, suite, tasks, progress=progress, recompute=recompute)
-        else:
-            continue
-        frames.append(frame.assign(method=label))
+            runs[label] = lambda: evaluate_autoreg(align, suite, tasks, progress=progress, recompute=recompute)
+    frames += [frame.assign(method=label) for label, frame in in_lane_order(runs).items()]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -350,17 +354,16 @@ def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Seque
     from repro.trained import evaluate_trained
 
     tasks = list(tasks) if tasks is not None else STS_TASKS
-    rows = []
-    for (size, seed), align in data_efficiency_configs(base, sizes, seeds, epochs).items():
-        for method in methods:
-            if method == "AutoRegEmbed":
-                frame = evaluate_autoreg(align, suite, tasks, progress=False, recompute=recompute)
-            else:
-                frame = evaluate_trained(contrastive_config(method, align), suite, tasks, progress=False,
-                                         recompute=recompute)
-            rows.append({"method": method, "examples": size, "seed": seed, "steps": align.steps,
-                         "STS average": sts_average(frame)})
-    return pd.DataFrame(rows)
+    def run(method: str, align: AlignConfig) -> pd.DataFrame:
+        if method == "AutoRegEmbed":
+            return evaluate_autoreg(align, suite, tasks, progress=False, recompute=recompute)
+        return evaluate_trained(contrastive_config(method, align), suite, tasks, progress=False, recompute=recompute)
+
+    configs = data_efficiency_configs(base, sizes, seeds, epochs)
+    frames = in_lane_order({(method, size, seed): lambda method=method, align=align: run(method, align)
+                            for (size, seed), align in configs.items() for method in methods})
+    return pd.DataFrame([{"method": method, "examples": size, "seed": seed, "steps": configs[size, seed].steps,
+                          "STS average": sts_average(frame)} for (method, size, seed), frame in frames.items()])
 
 
 def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float],
@@ -381,16 +384,16 @@ def ablation_scores(base: AlignConfig, labels: Sequence[str], temperatures: Sequ
     :func:`ablation_configs`, plus compression only (without alignment)."""
     tasks = list(tasks) if tasks is not None else STS_TASKS
     configs = ablation_configs(base, labels, temperatures, betas)
-    frames = [evaluate_autoreg(configs[label], suite, tasks, progress=False, recompute=recompute)
-              .assign(variant=label) for label in labels]
+    runs = {label: configs[label] for label in labels}
     if base.compress is not None and "without alignment (compression only)" not in labels:
-        frames.append(evaluate_autoreg(base.compress, suite, tasks, progress=False, recompute=recompute)
-                      .assign(variant="without alignment (compression only)"))
-    for variant, config in configs.items():
-        if variant not in labels:  # the temperature x beta grid
-            frames.append(evaluate_autoreg(config, suite, tasks, progress=False, recompute=recompute)
-                          .assign(variant=variant, temperature=config.temperature, beta=config.beta))
-    return pd.concat(frames, ignore_index=True)
+        runs["without alignment (compression only)"] = base.compress
+    grid = {variant: config for variant, config in configs.items() if variant not in labels}  # tau x beta
+    frames = in_lane_order({variant: lambda config=config: evaluate_autoreg(config, suite, tasks, progress=False,
+                                                                            recompute=recompute)
+                            for variant, config in (runs | grid).items()})
+    return pd.concat([frame.assign(variant=variant, **({"temperature": grid[variant].temperature,
+                                                       "beta": grid[variant].beta} if variant in grid else {}))
+                      for variant, frame in frames.items()], ignore_index=True)
 
 
 # The paper's numbers, quoted (never computed here). Source: AutoRegEmbed (arXiv 2502.11401) Tables 1 and 3

@@ -4,6 +4,7 @@
     python -m repro.build --profile smoke         # what the tests build (minutes)
     python -m repro.build --only p1_layer_correlation -p backbones='["gemma3-270m"]'
     python -m repro.build --recompute             # ignore stored results
+    python -m repro.build --only p3_ablations --lanes 2   # two processes split the page's runs (repro.lanes)
 
 Notebooks load stored results from ``results/`` for their exact parameters and compute only what is
 missing, so the standard book rebuilds from committed results in minutes.
@@ -18,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -255,6 +257,46 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
     return output
 
 
+def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lanes: int = 1,
+                     compute_pending: bool = False, output_dir: Path = BOOK_DIR) -> Path:
+    """``name`` executed by ``lanes`` processes at once that split its runs (:mod:`repro.lanes`): lanes
+    1..N-1 are child processes whose notebooks go to a scratch folder; lane 0 runs here and writes the page
+    (every lane walks all the runs, waiting for those another lane holds, so each ends with the whole page).
+    Each lane gets cpu_count / lanes threads unless OMP_NUM_THREADS is set."""
+    from repro.lanes import LANE_ENV
+
+    if not isinstance(lanes, int) or lanes < 1:
+        raise ValueError(f"lanes must be a positive integer, got {lanes!r}")
+    if lanes == 1:
+        return execute(name, profile, overrides, compute_pending=compute_pending, output_dir=output_dir)
+    page_parameters(name, profile, overrides)  # a bad page or parameter fails here, not in N processes
+    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // lanes))
+    saved = {key: os.environ.get(key) for key in (LANE_ENV, "OMP_NUM_THREADS")}
+    code = ("import json, sys; from pathlib import Path; from repro.build import execute; a = json.loads(sys.argv[1]); "
+            "execute(a['name'], a['profile'], a['overrides'], compute_pending=a['pending'], output_dir=Path(a['out']))")
+    with tempfile.TemporaryDirectory(prefix=f"{name}-lanes-") as scratch:
+        helpers = []
+        for lane in range(1, lanes):
+            args = {"name": name, "profile": profile, "overrides": overrides or {}, "pending": compute_pending,
+                    "out": str(Path(scratch) / str(lane))}
+            env = os.environ | {LANE_ENV: f"{lane}/{lanes}", "OMP_NUM_THREADS": threads}
+            helpers.append(subprocess.Popen([sys.executable, "-c", code, json.dumps(args)], env=env, cwd=REPO_ROOT))
+        try:
+            os.environ.update({LANE_ENV: f"0/{lanes}", "OMP_NUM_THREADS": threads})  # the kernel inherits them
+            output = execute(name, profile, overrides, compute_pending=compute_pending, output_dir=output_dir)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            codes = [helper.wait() for helper in helpers]
+    failed = [f"lane {lane}: exit {code}" for lane, code in enumerate(codes, 1) if code]
+    if failed:  # lane 0 completed the page (it computes what a dead lane left), but say a lane died
+        raise RuntimeError(f"{name}: {', '.join(failed)} (the page itself completed in lane 0: {output})")
+    return output
+
+
 def build_site(strict: bool = True) -> Path:
     """jupyter-book 1.x over ``book/`` with the top-level ``_config.yml`` (never the repo root)."""
     mathjax = BOOK_DIR / "_vendor" / "mathjax" / "tex-chtml.js"
@@ -274,17 +316,24 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", help="notebooks to execute (default: all)")
     parser.add_argument("-p", "--param", action="append", default=[], help="name=value override")
     parser.add_argument("--recompute", action="store_true")
+    parser.add_argument("--lanes", type=int, default=1,
+                        help="processes per page that split its runs (repro.lanes); not with --recompute")
     parser.add_argument("--no-site", action="store_true", help="execute notebooks only")
     parser.add_argument("--compute-pending", action="store_true",
                         help=f"also execute the standard pages whose results are pending ({', '.join(PENDING)})")
     args = parser.parse_args(argv)
+    if args.lanes < 1 or (args.lanes > 1 and args.recompute):
+        parser.error("--lanes must be >= 1, and lanes cannot share the work of --recompute (each would redo it)")
     overrides = dict(parse_override(p) for p in args.param)
     names = args.only or list(NOTEBOOKS)
     timings = {}
     for name in names:
         start = time.perf_counter()
-        execute(name, args.profile, overrides if args.only else {}, args.recompute,
-                compute_pending=args.compute_pending or bool(args.only))
+        pending = args.compute_pending or bool(args.only)
+        if args.lanes > 1:
+            execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes, pending)
+        else:
+            execute(name, args.profile, overrides if args.only else {}, args.recompute, compute_pending=pending)
         timings[name] = round(time.perf_counter() - start, 1)
         print(f"executed {name} ({timings[name]} s)", flush=True)
     if not args.no_site:

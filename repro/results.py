@@ -71,6 +71,7 @@ def provenance() -> dict:
         "git": git_state(),
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "lane": os.environ.get("REPRO_LANE") or None,  # which of several processes sharing a page computed it
     }
 
 
@@ -119,14 +120,22 @@ def rows_of(record: dict) -> pd.DataFrame:
 
 def load_or_compute(experiment: str, params: dict, compute: Callable[[], tuple[pd.DataFrame, dict, dict]],
                     recompute: bool = False) -> dict:
-    """The stored result for ``params``, or ``compute()`` -> (rows, timings, extra), stored and returned."""
+    """The stored result for ``params``, or ``compute()`` -> (rows, timings, extra), stored and returned.
+    The computation holds a lock on the result, so another process (a lane, :mod:`repro.lanes`) that asks for
+    it meanwhile waits and then loads it instead of computing it again."""
+    from repro.lanes import exclusive
+
     if not recompute:
         record = load_result(experiment, params)
         if record is not None:
             return record
-    rows, timings, extra = compute()
-    save_result(experiment, params, rows, timings=timings, extra=extra)
-    return load_result(experiment, params)
+    with exclusive(str(result_path(experiment, params))):
+        record = None if recompute else load_result(experiment, params)  # stored by another lane meanwhile?
+        if record is None:
+            rows, timings, extra = compute()
+            save_result(experiment, params, rows, timings=timings, extra=extra)
+            record = load_result(experiment, params)
+    return record
 
 
 def all_results(experiment: str) -> list[dict]:

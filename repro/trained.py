@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from repro.evaluate import CosineSimilarity, _model_meta, _texts_from, evaluate_encoders
+from repro.lanes import exclusive, in_lane_order
 from repro.paths import REPO_ROOT
 from repro.results import all_results, encode_array, load_or_compute, load_result
 from repro.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
@@ -66,9 +67,10 @@ def train_or_load(config: TrainConfig, progress: bool = True, refresh_record: bo
         history = pd.DataFrame(summary.pop("history"))
         return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
 
-    record = load_or_compute(RUNS_EXPERIMENT, {"train": config.identity()}, compute, recompute=refresh_record)
-    if not (folder / "final" / "train_config.json").is_file():
-        train(config, folder, progress=progress)  # results stored but weights missing here: retrain
+    with exclusive(f"run {folder}"):  # another lane wanting this model waits for it instead of training it too
+        record = load_or_compute(RUNS_EXPERIMENT, {"train": config.identity()}, compute, recompute=refresh_record)
+        if not (folder / "final" / "train_config.json").is_file():
+            train(config, folder, progress=progress)  # results stored but weights missing here: retrain
     model, loaded = load_trained(folder / "final")
     if loaded != config:
         raise ValueError(f"{folder} holds a model trained with another configuration")
@@ -151,9 +153,10 @@ def evaluate_models(backbone: str, models: Sequence[int], suite: str, tasks: Seq
                     recompute: bool = False, progress: bool = False, **train) -> pd.DataFrame:
     """Scores of several of the five models trained with the same settings ``train`` (TrainConfig fields),
     one frame with columns ``model`` and ``backbone``."""
-    frames = [evaluate_trained(TrainConfig(backbone=backbone, model=m, **train), suite, tasks, progress=progress,
-                               recompute=recompute) for m in models]
-    return pd.concat(frames, ignore_index=True).assign(backbone=backbone)
+    frames = in_lane_order({m: lambda m=m: evaluate_trained(TrainConfig(backbone=backbone, model=m, **train), suite,
+                                                            tasks, progress=progress, recompute=recompute)
+                            for m in models})
+    return pd.concat(frames.values(), ignore_index=True).assign(backbone=backbone)
 
 
 def stored_runs(backbone: str) -> list[dict]:

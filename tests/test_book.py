@@ -2,6 +2,8 @@
 
 import shutil
 
+import nbformat
+
 import pytest
 
 from repro import build
@@ -96,3 +98,20 @@ def test_pending_standard_pages_render_a_notice_not_hours_of_training(tmp_path, 
         out = build.execute(name, "standard", output_dir=tmp_path)
         text = nbformat.read(out, as_version=4).cells[0].source
         assert "Not computed yet" in text and f"--only {name}" in text
+
+
+@pytest.mark.integration
+def test_two_lanes_split_a_pages_runs_and_the_page_completes(tmp_path, monkeypatch):
+    from repro.results import all_results
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))  # nothing stored: every run is computed
+    monkeypatch.setenv("REPRO_RUNS_DIR", str(tmp_path / "runs"))
+    build.main(["--profile", "smoke", "--no-site", "--only", "p3_ablations", "--lanes", "2"])
+    page = nbformat.read(build.BOOK_DIR / "p3_ablations.ipynb", as_version=4)
+    assert not [o for c in page.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    runs = all_results("autoreg_runs")
+    assert sorted(r["params"]["stage"] for r in runs) == ["align", "align", "compress"]  # full, JS; one stage 1
+    lanes = {r["provenance"]["lane"] for experiment in ("autoreg_runs", "autoreg_scores") for r in all_results(experiment)}
+    assert lanes == {"0/2", "1/2"}  # both processes computed part of the page
+    with pytest.raises(SystemExit):
+        build.main(["--profile", "smoke", "--no-site", "--only", "p3_ablations", "--lanes", "2", "--recompute"])

@@ -1,0 +1,72 @@
+"""Lanes: several processes executing the same page split its runs instead of repeating them.
+
+A page that trains and scores many configurations (the Paper 3 grids, the five Paper 1 models) walks a list
+of runs. With ``REPRO_LANE="k/N"`` a process takes that list from its own starting point (rotated by k/N of
+its length, :func:`lane_order`), and every stored result is computed under an inter-process lock
+(:func:`exclusive`, used by :func:`repro.results.load_or_compute` and by the run folders' training), so when
+a lane reaches a run another lane is computing it waits for it and then loads it. Every lane walks the whole
+list, so each one ends with the complete page; ``python -m repro.build --only PAGE --lanes N`` starts the N
+processes. Without ``REPRO_LANE`` nothing changes: one process, the list in its own order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from contextlib import contextmanager
+from typing import Callable, Hashable, Iterable, Iterator, TypeVar
+
+from repro.paths import cache_dir
+
+LANE_ENV = "REPRO_LANE"
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def current_lane() -> tuple[int, int]:
+    """(k, N) from ``REPRO_LANE="k/N"`` (0 <= k < N); (0, 1) when it is unset."""
+    value = os.environ.get(LANE_ENV, "").strip()
+    if not value:
+        return 0, 1
+    match = re.fullmatch(r"(\d+)/(\d+)", value)
+    if not match or not int(match[1]) < int(match[2]):
+        raise ValueError(f"{LANE_ENV} must look like k/N with 0 <= k < N (e.g. 0/2), got {value!r}")
+    return int(match[1]), int(match[2])
+
+
+def lane_order(items: Iterable[V]) -> list[V]:
+    """``items`` in the order this lane takes them: lane k of N starts k/N of the way along and wraps."""
+    items = list(items)
+    k, n = current_lane()
+    start = k * len(items) // n
+    return items[start:] + items[:start]
+
+
+def in_lane_order(thunks: dict[K, Callable[[], V]]) -> dict[K, V]:
+    """Call every thunk, in this lane's order; the results keep the order of ``thunks``."""
+    done = {key: thunks[key]() for key in lane_order(thunks)}
+    return {key: done[key] for key in thunks}
+
+
+@contextmanager
+def exclusive(name: str) -> Iterator[None]:
+    """Hold the inter-process lock ``name`` (a file under ``<cache>/locks``), waiting while another process
+    holds it. The operating system releases it when its process dies, so a killed lane never blocks the
+    others. Not re-entrant: a process must not take the same name twice at once."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): one process at a time is the user's job
+        yield
+        return
+    folder = cache_dir() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[-80:]
+    path = folder / f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:12]}.lock"
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,72 @@
+"""Lanes: processes executing the same list of runs split it, each run computed once, every lane ends whole."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+
+import pandas as pd
+import pytest
+
+from repro.lanes import LANE_ENV, current_lane, in_lane_order, lane_order
+
+RUNS = ["a", "b", "c", "d"]
+
+
+def test_lane_order_rotates_by_lane(monkeypatch):
+    monkeypatch.delenv(LANE_ENV, raising=False)
+    assert current_lane() == (0, 1) and lane_order(RUNS) == RUNS
+    monkeypatch.setenv(LANE_ENV, "1/2")
+    assert lane_order(RUNS) == ["c", "d", "a", "b"]
+    monkeypatch.setenv(LANE_ENV, "2/3")
+    assert lane_order(RUNS) == ["c", "d", "a", "b"]  # starts at 2*4//3 = 2
+    assert lane_order([]) == []
+    for bad in ("2/2", "1", "a/b", "-1/2"):
+        monkeypatch.setenv(LANE_ENV, bad)
+        with pytest.raises(ValueError, match="k/N"):
+            lane_order(RUNS)
+
+
+def test_in_lane_order_calls_in_lane_order_and_returns_in_list_order(monkeypatch):
+    monkeypatch.setenv(LANE_ENV, "1/2")
+    calls = []
+    out = in_lane_order({key: (lambda key=key: calls.append(key) or key.upper()) for key in RUNS})
+    assert calls == ["c", "d", "a", "b"]
+    assert list(out.items()) == [("a", "A"), ("b", "B"), ("c", "C"), ("d", "D")]
+
+
+def _lane(lane: int, barrier, folder: str) -> None:
+    """One lane: every run through load_or_compute, each computation logged with the lane that did it."""
+    os.environ.update({LANE_ENV: f"{lane}/2", "REPRO_RESULTS_DIR": f"{folder}/results",
+                       "REPRO_CACHE_DIR": f"{folder}/cache"})
+    from repro.results import load_or_compute
+
+    def compute(run):
+        with open(f"{folder}/computed.log", "a") as log:
+            log.write(f"{lane} {run}\n")
+        time.sleep(1.0)  # long enough that the other lane reaches a run this one holds
+        return pd.DataFrame([{"run": run}]), {}, {}
+
+    barrier.wait()
+    records = in_lane_order({run: lambda run=run: load_or_compute("lanes_test", {"run": run},
+                                                                   lambda: compute(run)) for run in RUNS})
+    with open(f"{folder}/lane{lane}.json", "w") as out:
+        json.dump([record["rows"][0]["run"] for record in records.values()], out)
+
+
+def test_two_lanes_compute_each_run_once_and_both_end_with_all(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2)
+    lanes = [context.Process(target=_lane, args=(lane, barrier, str(tmp_path))) for lane in (0, 1)]
+    for process in lanes:
+        process.start()
+    for process in lanes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    computed = [line.split() for line in (tmp_path / "computed.log").read_text().splitlines()]
+    assert sorted(run for _, run in computed) == RUNS  # each run computed exactly once
+    assert {lane for lane, _ in computed} == {"0", "1"}  # and the work was split
+    for lane in (0, 1):
+        assert json.loads((tmp_path / f"lane{lane}.json").read_text()) == RUNS

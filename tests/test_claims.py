@@ -89,3 +89,23 @@ def test_memory_claim_is_supported_only_if_alignment_is_lighter_at_every_batch_s
     assert memory_claim(costs)["verdict at our scale"] == "supported"
     costs.loc[0, "peak_mb_above_model"] = np.nan  # a failed measurement is not a verdict
     assert memory_claim(costs)["verdict at our scale"] == "missing results"
+
+
+def test_training_curves_pick_the_stored_runs_of_the_configs_and_plot_one_legend(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from repro import training_curves as tc
+    from repro.train import TrainConfig
+
+    wanted, other = TrainConfig(model=5, steps=4), TrainConfig(model=5, steps=8)
+    rows = [{"step": s, "train_loss": float(s), "validation_sts": None if s % 2 else 50.0 + s} for s in range(1, 5)]
+    monkeypatch.setattr(tc, "stored_runs", lambda backbone: [{"params": {"train": other.identity()}, "rows": rows[:1]},
+                                                             {"params": {"train": wanted.identity()}, "rows": rows}])
+    curves = tc.training_curves([wanted], rolling=2)
+    assert curves["step"].tolist() == [1, 2, 3, 4] and set(curves["model"]) == {"5"}
+    assert curves["train loss (rolling 2)"].tolist() == [1.0, 1.5, 2.5, 3.5]
+    fig = tc.plot_training_curves(curves)
+    assert fig.axes[0].get_legend() is None and fig.axes[1].get_legend() is not None
+    with pytest.raises(ValueError, match="none of these runs is stored"):
+        tc.training_curves([TrainConfig(model=1, steps=4)])

@@ -4,13 +4,15 @@ A page that trains and scores many configurations (the Paper 3 grids, the five P
 of runs. With ``REPRO_LANE="k/N"`` a process takes that list from its own starting point (rotated by k/N of
 its length, :func:`lane_order`), and every stored result is computed under an inter-process lock
 (:func:`exclusive`, used by :func:`repro.results.load_or_compute` and by the run folders' training), so when
-a lane reaches a run another lane is computing it waits for it and then loads it. Every lane walks the whole
-list, so each one ends with the complete page; ``python -m repro.build --only PAGE --lanes N`` starts the N
-processes. Without ``REPRO_LANE`` nothing changes: one process, the list in its own order.
+a lane reaches a run another lane is computing it first goes on with the rest of its list (the run is
+deferred: :class:`Busy`), then comes back, waits for it and loads it. Every lane walks the whole list, so each
+one ends with the complete page; ``python -m repro.build --only PAGE --lanes N`` starts the N processes.
+Without ``REPRO_LANE`` nothing changes: one process, the list in its own order.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import re
@@ -20,6 +22,11 @@ from typing import Callable, Hashable, Iterable, Iterator, TypeVar
 from repro.paths import cache_dir
 
 LANE_ENV = "REPRO_LANE"
+_DEFER = contextvars.ContextVar("repro_lanes_defer", default=False)  # a held lock raises Busy instead of waiting
+
+
+class Busy(Exception):
+    """A lock another process holds, met while a lane defers such runs (first pass of :func:`in_lane_order`)."""
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -45,16 +52,29 @@ def lane_order(items: Iterable[V]) -> list[V]:
 
 
 def in_lane_order(thunks: dict[K, Callable[[], V]]) -> dict[K, V]:
-    """Call every thunk, in this lane's order; the results keep the order of ``thunks``."""
-    done = {key: thunks[key]() for key in lane_order(thunks)}
+    """Call every thunk, in this lane's order; the results keep the order of ``thunks``. With several lanes,
+    a thunk that meets a lock another lane holds is deferred (what it stored so far stays stored) and called
+    again, waiting this time, after the others."""
+    done, deferred = {}, []
+    for key in lane_order(thunks):
+        token = _DEFER.set(current_lane()[1] > 1)
+        try:
+            done[key] = thunks[key]()
+        except Busy:
+            deferred.append(key)
+        finally:
+            _DEFER.reset(token)
+    for key in deferred:  # waits for the other lanes, unless an enclosing first pass defers it in turn
+        done[key] = thunks[key]()
     return {key: done[key] for key in thunks}
 
 
 @contextmanager
 def exclusive(name: str) -> Iterator[None]:
     """Hold the inter-process lock ``name`` (a file under ``<cache>/locks``), waiting while another process
-    holds it. The operating system releases it when its process dies, so a killed lane never blocks the
-    others. Not re-entrant: a process must not take the same name twice at once."""
+    holds it (or raising :class:`Busy` during a lane's first pass). The operating system releases it when its
+    process dies, so a killed lane never blocks the others. Not re-entrant: a process must not take the same
+    name twice at once."""
     try:
         import fcntl
     except ImportError:  # no flock (Windows): one process at a time is the user's job
@@ -65,7 +85,10 @@ def exclusive(name: str) -> Iterator[None]:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name)[-80:]
     path = folder / f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:12]}.lock"
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (fcntl.LOCK_NB if _DEFER.get() else 0))
+        except BlockingIOError:
+            raise Busy(name) from None
         try:
             yield
         finally:

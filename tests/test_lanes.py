@@ -37,6 +37,22 @@ def test_in_lane_order_calls_in_lane_order_and_returns_in_list_order(monkeypatch
     assert list(out.items()) == [("a", "A"), ("b", "B"), ("c", "C"), ("d", "D")]
 
 
+def test_a_busy_run_is_deferred_to_after_the_others_then_waited_for(monkeypatch):
+    from repro.lanes import Busy, _DEFER
+
+    monkeypatch.setenv(LANE_ENV, "1/2")
+    calls = []
+
+    def run(key):
+        calls.append((key, _DEFER.get()))
+        if key == "c" and _DEFER.get():
+            raise Busy("c")  # another lane holds it
+        return key
+
+    assert list(in_lane_order({key: (lambda key=key: run(key)) for key in RUNS}).values()) == RUNS
+    assert calls == [("c", True), ("d", True), ("a", True), ("b", True), ("c", False)]
+
+
 def _lane(lane: int, barrier, folder: str) -> None:
     """One lane: every run through load_or_compute, each computation logged with the lane that did it."""
     os.environ.update({LANE_ENV: f"{lane}/2", "REPRO_RESULTS_DIR": f"{folder}/results",
@@ -45,8 +61,10 @@ def _lane(lane: int, barrier, folder: str) -> None:
 
     def compute(run):
         with open(f"{folder}/computed.log", "a") as log:
-            log.write(f"{lane} {run}\n")
-        time.sleep(1.0)  # long enough that the other lane reaches a run this one holds
+            log.write(f"{lane} {run} start {time.time()}\n")
+        time.sleep(4.0 if run == "c" else 1.0)  # lane 1 holds "c" while lane 0 reaches it
+        with open(f"{folder}/computed.log", "a") as log:
+            log.write(f"{lane} {run} end {time.time()}\n")
         return pd.DataFrame([{"run": run}]), {}, {}
 
     barrier.wait()
@@ -56,7 +74,7 @@ def _lane(lane: int, barrier, folder: str) -> None:
         json.dump([record["rows"][0]["run"] for record in records.values()], out)
 
 
-def test_two_lanes_compute_each_run_once_and_both_end_with_all(tmp_path):
+def test_two_lanes_compute_each_run_once_defer_held_runs_and_both_end_with_all(tmp_path):
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(2)
     lanes = [context.Process(target=_lane, args=(lane, barrier, str(tmp_path))) for lane in (0, 1)]
@@ -65,8 +83,12 @@ def test_two_lanes_compute_each_run_once_and_both_end_with_all(tmp_path):
     for process in lanes:
         process.join(timeout=120)
         assert process.exitcode == 0
-    computed = [line.split() for line in (tmp_path / "computed.log").read_text().splitlines()]
-    assert sorted(run for _, run in computed) == RUNS  # each run computed exactly once
-    assert {lane for lane, _ in computed} == {"0", "1"}  # and the work was split
+    events = {(run, event): (lane, float(at)) for lane, run, event, at in
+              (line.split() for line in (tmp_path / "computed.log").read_text().splitlines())}
+    assert sorted(run for run, event in events if event == "start") == RUNS  # each run computed exactly once
+    assert {lane for lane, _ in events.values()} == {"0", "1"}  # and the work was split
+    # lane 0 (a, b, c, d) met "c" held by lane 1 (c, d, a, b): it deferred "c" and computed "d" meanwhile
+    assert events["c", "start"][0] == "1" and events["d", "start"][0] == "0"
+    assert events["d", "start"][1] < events["c", "end"][1]
     for lane in (0, 1):
         assert json.loads((tmp_path / f"lane{lane}.json").read_text()) == RUNS

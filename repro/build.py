@@ -257,7 +257,7 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
 
 
 def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lanes: int = 1,
-                     compute_pending: bool = False, output_dir: Path = BOOK_DIR) -> Path:
+                     compute_pending: bool = False, output_dir: Path = BOOK_DIR, recompute: bool = False) -> Path:
     """``name`` executed by ``lanes`` processes at once that split its runs (:mod:`repro.lanes`): lanes
     1..N-1 are child processes whose notebooks go to a scratch folder; lane 0 runs here and writes the page
     (every lane walks all the runs, waiting for those another lane holds, so each ends with the whole page).
@@ -267,7 +267,9 @@ def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lan
     if not isinstance(lanes, int) or lanes < 1:
         raise ValueError(f"lanes must be a positive integer, got {lanes!r}")
     if lanes == 1:
-        return execute(name, profile, overrides, compute_pending=compute_pending, output_dir=output_dir)
+        return execute(name, profile, overrides, recompute, output_dir=output_dir, compute_pending=compute_pending)
+    if recompute:
+        raise ValueError("lanes cannot share the work of recompute (each lane would redo it)")
     page_parameters(name, profile, overrides)  # a bad page or parameter fails here, not in N processes
     threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // lanes))
     saved = {key: os.environ.get(key) for key in (LANE_ENV, "OMP_NUM_THREADS")}
@@ -328,11 +330,8 @@ def main(argv=None):
     timings = {}
     for name in names:
         start = time.perf_counter()
-        pending = args.compute_pending or bool(args.only)
-        if args.lanes > 1:
-            execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes, pending)
-        else:
-            execute(name, args.profile, overrides if args.only else {}, args.recompute, compute_pending=pending)
+        execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes,
+                         compute_pending=args.compute_pending or bool(args.only), recompute=args.recompute)
         timings[name] = round(time.perf_counter() - start, 1)
         print(f"executed {name} ({timings[name]} s)", flush=True)
     if not args.no_site:

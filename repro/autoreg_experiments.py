@@ -255,7 +255,7 @@ def ablation_config(label: str, base: AlignConfig) -> AlignConfig:
 
 PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their types (papermill -p checks)
     "profile": str, "backbone": str, "suite": str, "finetune": str, "compress_steps": int, "compress_max_length": int,
-    "align_steps": int, "align_lr": float, "warmup_steps": int, "batch_size": int, "train_examples": int,
+    "compress_lr": float, "align_steps": int, "align_lr": float, "warmup_steps": int, "batch_size": int, "train_examples": int,
     "validation_examples": int, "validation_sts_pairs": int, "validation_triplets": int, "seed": int,
     "recompute": bool}
 
@@ -270,7 +270,7 @@ def page_configs(**params) -> tuple[CompressConfig, AlignConfig]:
     check_params(**{name: (params[name], PAGE_PARAMETERS[name]) for name in PAGE_PARAMETERS}, tasks=(params.get("tasks"), (list, str), True))
     p = params
     compress = CompressConfig(backbone=p["backbone"], finetune=p["finetune"], steps=p["compress_steps"],
-                              batch_size=p["batch_size"], max_length=p["compress_max_length"],
+                              batch_size=p["batch_size"], lr=p["compress_lr"], max_length=p["compress_max_length"],
                               validation_examples=p["validation_examples"], warmup_steps=p["warmup_steps"])
     base = AlignConfig(compress=compress, backbone=p["backbone"], finetune=p["finetune"], steps=p["align_steps"],
                        batch_size=p["batch_size"], lr=p["align_lr"], train_examples=p["train_examples"], seed=p["seed"],
@@ -285,16 +285,17 @@ def describe_scale(base: AlignConfig, suite: str) -> str:
 
     compress = base.compress
     stage1 = (f"Stage 1: {compress.steps} steps x {compress.batch_size} instruction examples (T0 + self-instruct, "
-              f"encoder input <= {compress.max_length} tokens, target <= {compress.target_max_length}). "
-              if compress is not None else "No stage 1. ")
+              f"encoder input <= {compress.max_length} tokens, target <= {compress.target_max_length}), lr "
+              f"{compress.lr}. " if compress is not None else "No stage 1. ")
     return (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
             f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} SNLI triplets "
             f"({'all' if not base.train_examples else base.train_examples} training triplets), lr {base.lr} "
             f"({base.warmup_steps} warm-up steps, {base.schedule}), beta {base.beta}, tau {base.temperature}, seed "
             f"{base.seed}. Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
             "a 135M backbone instead of LLaMA2-7B, SNLI triplets instead of 50k MEDI-NLI, T0/self-instruct instead "
-            "of PWC for stage 1, a few hundred steps instead of epochs, MS MARCO and SCIDOCS are not offline "
-            "(SciFact and NFCorpus instead).")
+            "of PWC for stage 1, a few hundred steps instead of epochs, a stage-1 lr far above the official 1e-5 (at "
+            "2e-5 a few hundred steps barely lower the reconstruction loss: scripts/p3_stage1_lr_probe.py), MS MARCO "
+            "and SCIDOCS are not offline (SciFact and NFCorpus instead).")
 
 
 def steps_for(examples: int, epochs: float, batch_size: int) -> int:

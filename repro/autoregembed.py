@@ -91,7 +91,7 @@ class StageConfig:
 
 @dataclass
 class CompressConfig(StageConfig):
-    """Stage 1 (information compression) of one encoder (the paper: lr 2e-5, cosine)."""
+    """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch)."""
 
     steps: int = 200
     max_length: int = 160  # context + instruction

@@ -226,7 +226,7 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
     from repro.autoreg_experiments import describe_scale, page_configs
 
     good = dict(profile="smoke", backbone="smollm2-135m", suite="smoke", tasks=None, finetune="full",
-                compress_steps=3, compress_max_length=64, align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
+                compress_steps=3, compress_max_length=64, compress_lr=5e-4, align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
                 train_examples=8, validation_examples=4, validation_sts_pairs=8, validation_triplets=8, seed=1,
                 recompute=False)
     compress, base = page_configs(**good)

@@ -333,6 +333,26 @@ def method_scores(align: AlignConfig, suite: str = "compact", tasks: Sequence[st
     return pd.concat(frames, ignore_index=True)
 
 
+def method_training_curves(align: AlignConfig, methods: Sequence[str] | None = None, rolling: int = 10):
+    """The stored training curves of Table 1/2's trained methods: ``(autoreg, contrastive)``, the AutoRegEmbed
+    stages' frame (:func:`repro.training_curves.autoreg_training_curves`; stage 1 for "compression only" or
+    "AutoRegEmbed") and the contrastive baselines' (:func:`repro.training_curves.training_curves`, column
+    ``model`` = the baseline's label), each None when no such method is asked for."""
+    from repro.training_curves import autoreg_training_curves, training_curves
+
+    methods = list(methods) if methods is not None else [*CONTRASTIVE, "compression only", "AutoRegEmbed"]
+    runs = {}
+    if align.compress is not None and {"compression only", "AutoRegEmbed"} & set(methods):
+        runs["stage 1 (compression)"] = align.compress
+    if "AutoRegEmbed" in methods:
+        runs["AutoRegEmbed (stage 2)"] = align
+    autoreg = autoreg_training_curves(runs, rolling) if runs else None
+    baselines = [label for label in methods if label in CONTRASTIVE]
+    contrastive = (pd.concat([training_curves([contrastive_config(label, align)], rolling).assign(model=label)
+                              for label in baselines], ignore_index=True) if baselines else None)
+    return autoreg, contrastive
+
+
 def sts_average(frame: pd.DataFrame) -> float:
     """Mean STS main score x100 (a task's subsets averaged first)."""
     sts = frame[frame.category == "STS"]

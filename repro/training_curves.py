@@ -1,4 +1,5 @@
-"""Training curves of stored Paper 1 runs (training loss, STS-B dev Spearman), as a table and a figure."""
+"""Training curves of stored runs (training loss, validation metrics), as a table and a figure: Paper 1's
+contrastive models and Paper 3's two AutoRegEmbed stages."""
 
 from __future__ import annotations
 
@@ -21,10 +22,74 @@ def training_curves(configs: Iterable[TrainConfig], rolling: int = 10) -> pd.Dat
             frames.append(pd.DataFrame(run[0]["rows"]).assign(backbone=config.backbone, model=str(config.model)))
     if not frames:
         raise ValueError("none of these runs is stored yet: train them first (python -m repro.trained ...)")
-    curves = pd.concat(frames, ignore_index=True)
-    curves[f"train loss (rolling {rolling})"] = curves.groupby(["backbone", "model"])["train_loss"].transform(
+    return with_rolling_loss(pd.concat(frames, ignore_index=True), ["backbone", "model"], rolling)
+
+
+def with_rolling_loss(curves: pd.DataFrame, by: list[str], rolling: int) -> pd.DataFrame:
+    """``curves`` plus the training loss's rolling mean over ``rolling`` logged steps within each ``by`` group
+    (column ``train loss (rolling N)``; validation-only rows are skipped, not averaged as missing)."""
+    if not (isinstance(rolling, int) and rolling >= 1):
+        raise ValueError(f"rolling must be a positive integer, got {rolling!r}")
+    curves = curves.copy()
+    column = f"train loss (rolling {rolling})"
+    logged = curves["train_loss"].notna()
+    curves[column] = float("nan")
+    curves.loc[logged, column] = curves[logged].groupby(by)["train_loss"].transform(
         lambda x: x.rolling(rolling, min_periods=1).mean())
     return curves
+
+
+def autoreg_training_curves(runs: dict, rolling: int = 10) -> pd.DataFrame:
+    """One row per logged step of each stored AutoRegEmbed run in ``runs`` (label -> CompressConfig or
+    AlignConfig; columns ``run``, ``stage``, ``step``, ``train_loss``, ``validation_loss`` (stage 1: held-out
+    reconstruction cross-entropy), ``validation_sts`` (stage 2: STS-B dev Spearman x100) and the loss's rolling
+    mean); runs not stored yet are left out."""
+    from repro.autoreg_experiments import RUNS_EXPERIMENT, run_params, stage_of
+    from repro.results import load_result
+
+    frames = []
+    for label, config in runs.items():
+        record = load_result(RUNS_EXPERIMENT, run_params(config))
+        if record is not None:
+            frames.append(pd.DataFrame(record["rows"]).assign(run=label, stage=stage_of(config)))
+    if not frames:
+        raise ValueError("none of these AutoRegEmbed runs is stored yet: train them first "
+                         "(python -m repro.autoreg_experiments ...)")
+    curves = pd.concat(frames, ignore_index=True)
+    for column in ("validation_loss", "validation_sts"):
+        if column not in curves:
+            curves[column] = float("nan")
+    return with_rolling_loss(curves, ["run"], rolling)
+
+
+def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame | None = None):
+    """Stage 1's reconstruction loss (training, rolling mean; held-out, markers), stage 2's alignment loss, and
+    the STS-B dev Spearman of stage 2 (and of the contrastive baselines in ``contrastive``, a
+    :func:`training_curves` frame, for the same steps)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    loss = next(c for c in curves.columns if c.startswith("train loss (rolling"))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+    stage1, stage2 = curves[curves.stage == "compress"], curves[curves.stage == "align"]
+    if len(stage1):
+        sns.lineplot(data=stage1.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[0])
+        sns.lineplot(data=stage1.dropna(subset=["validation_loss"]), x="step", y="validation_loss", hue="run",
+                     marker="o", linestyle="--", legend=False, ax=axes[0])
+    axes[0].set(title="stage 1: reconstruction (line: training, dashed: held-out)", ylabel="cross-entropy (nats/token)")
+    if len(stage2):
+        sns.lineplot(data=stage2.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[1])
+    axes[1].set(title="stage 2: alignment loss (training)", ylabel=loss)
+    dev = stage2.dropna(subset=["validation_sts"])[["step", "validation_sts", "run"]]
+    if contrastive is not None and len(contrastive):
+        dev = pd.concat([dev, contrastive.dropna(subset=["validation_sts"]).assign(run=contrastive.model)[
+            ["step", "validation_sts", "run"]]], ignore_index=True)
+    if len(dev):
+        sns.lineplot(data=dev, x="step", y="validation_sts", hue="run", marker="o", ax=axes[2])
+        sns.move_legend(axes[2], "upper left", bbox_to_anchor=(1.02, 1), frameon=False, fontsize=8)
+    axes[2].set(title="STS-B dev during training", ylabel="Spearman x100")
+    fig.tight_layout()
+    return fig
 
 
 def plot_training_curves(curves: pd.DataFrame):

@@ -109,3 +109,40 @@ def test_training_curves_pick_the_stored_runs_of_the_configs_and_plot_one_legend
     assert fig.axes[0].get_legend() is None and fig.axes[1].get_legend() is not None
     with pytest.raises(ValueError, match="none of these runs is stored"):
         tc.training_curves([TrainConfig(model=1, steps=4)])
+
+
+def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_the_rolling_loss(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from repro import results
+    from repro.autoreg_experiments import RUNS_EXPERIMENT, run_params
+    from repro.autoregembed import AlignConfig, CompressConfig
+    from repro.training_curves import autoreg_training_curves, plot_autoreg_training_curves
+
+    compress = CompressConfig(steps=4)
+    align, missing = AlignConfig(compress=compress, steps=2), AlignConfig(compress=compress, steps=3)
+    stored = {
+        str(run_params(compress)): [{"step": 0, "train_loss": None, "validation_loss": 11.0},
+                                    {"step": 1, "train_loss": 10.0}, {"step": 2, "train_loss": 8.0},
+                                    {"step": 2, "train_loss": 8.0, "validation_loss": 7.5}],
+        str(run_params(align)): [{"step": 0, "train_loss": None, "validation_sts": 40.0},
+                                 {"step": 1, "train_loss": 0.7}, {"step": 2, "train_loss": 0.5, "validation_sts": 45.0}],
+    }
+
+    def fake_load(experiment, params):
+        assert experiment == RUNS_EXPERIMENT
+        rows = stored.get(str(params))
+        return None if rows is None else {"rows": rows}
+
+    monkeypatch.setattr(results, "load_result", fake_load)
+    curves = autoreg_training_curves({"stage 1": compress, "stage 2": align, "not trained": missing}, rolling=2)
+    assert set(curves.run) == {"stage 1", "stage 2"}
+    assert curves[curves.stage == "compress"]["train loss (rolling 2)"].tolist()[1:] == [10.0, 9.0, 8.0]
+    assert curves[curves.stage == "align"]["validation_sts"].dropna().tolist() == [40.0, 45.0]
+    fig = plot_autoreg_training_curves(curves)
+    assert len(fig.axes) == 3
+    with pytest.raises(ValueError, match="none of these AutoRegEmbed runs is stored"):
+        autoreg_training_curves({"not trained": missing})
+    with pytest.raises(ValueError, match="rolling"):
+        autoreg_training_curves({"stage 1": compress}, rolling=0)

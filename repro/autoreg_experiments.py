@@ -96,6 +96,29 @@ def train_or_load_autoreg(config: CompressConfig | AlignConfig, progress: bool =
     return model, record
 
 
+UNINFORMATIVE_EXPERIMENT = "autoreg_uninformative"
+
+
+def uninformative_reconstruction(compress: CompressConfig, recompute: bool = False) -> float:
+    """Stage 1's reference line: the held-out reconstruction loss (the same ``validation_examples`` rows the
+    run validates on) of the frozen decoder given an uninformative memory, the untrained model's compression
+    tokens for every text (:func:`repro.autoregembed.validation_reconstruction`); stored."""
+    from repro.autoregembed import TextIds, build_autoreg, read_instructions, validation_reconstruction
+
+    params = {"backbone": compress.backbone, "compression_tokens": compress.compression_tokens,
+              "max_length": compress.max_length, "target_max_length": compress.target_max_length,
+              "validation_examples": compress.validation_examples}  # the untrained tokens do not depend on the seed
+
+    def compute():
+        model = build_autoreg(compress)
+        texts = TextIds(model.backbone.tokenizer, compress.max_length, compress.target_max_length)
+        loss = validation_reconstruction(model, texts, read_instructions()[:compress.validation_examples],
+                                         informative=False)
+        return pd.DataFrame([{"validation_loss": loss}]), {}, {}
+
+    return float(load_or_compute(UNINFORMATIVE_EXPERIMENT, params, compute, recompute)["rows"][0]["validation_loss"])
+
+
 class AutoRegEncoder(CosineSimilarity):
     """mteb encoder: mean of the compression states, L2-normalised; retrieval documents with the passage
     prompt, everything else (STS sentences, queries) with ``{text}\\n{instruction}``."""

@@ -527,15 +527,18 @@ def load_encoder(folder: str | Path, device: str | None = None) -> tuple[AutoReg
     return model, config
 
 
-def validation_reconstruction(model: AutoRegModel, texts: TextIds, rows: list[dict]) -> float:
-    """Held-out stage-1 loss (token-mean cross-entropy), no gradients."""
+def validation_reconstruction(model: AutoRegModel, texts: TextIds, rows: list[dict], informative: bool = True) -> float:
+    """Held-out stage-1 loss (token-mean cross-entropy), no gradients. ``informative=False``: the decoder gets
+    the same memory for every text (the k compression-token embeddings themselves), the loss a memory that
+    carries no information about the text reaches; a stage 1 that compresses goes below it."""
     was = model.training
     model.eval()
     total, count = 0.0, 0
     with torch.no_grad():
         for start in range(0, len(rows), 16):
             batch = compress_batch(texts, rows[start:start + 16], model.compression.device)
-            memory = model.memory(batch["ids"], batch["mask"])
+            memory = (model.memory(batch["ids"], batch["mask"]) if informative
+                      else model.compression.unsqueeze(0).expand(batch["ids"].shape[0], -1, -1))
             total -= float(model.target_log_probs(memory, batch["target_ids"], batch["target_mask"]).sum())
             count += int(batch["target_mask"].sum())
     model.train(was)

@@ -62,10 +62,12 @@ def autoreg_training_curves(runs: dict, rolling: int = 10) -> pd.DataFrame:
     return with_rolling_loss(curves, ["run"], rolling)
 
 
-def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame | None = None):
-    """Stage 1's reconstruction loss (training, rolling mean; held-out, markers), stage 2's alignment loss, and
-    the STS-B dev Spearman of stage 2 (and of the contrastive baselines in ``contrastive``, a
-    :func:`training_curves` frame, for the same steps)."""
+def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame | None = None,
+                                 uninformative: float | None = None):
+    """Stage 1's reconstruction loss (training, rolling mean; held-out, markers; ``uninformative``: the held-out
+    loss of a memory that carries no information, a horizontal line), stage 2's alignment loss, and the STS-B
+    dev Spearman of stage 2 (and of the contrastive baselines in ``contrastive``, a :func:`training_curves`
+    frame, for the same steps)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -76,6 +78,9 @@ def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame
         sns.lineplot(data=stage1.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[0])
         sns.lineplot(data=stage1.dropna(subset=["validation_loss"]), x="step", y="validation_loss", hue="run",
                      marker="o", linestyle="--", legend=False, ax=axes[0])
+    if uninformative is not None:
+        axes[0].axhline(uninformative, color="grey", linestyle=":", label="uninformative memory (held-out)")
+        axes[0].legend(fontsize=8)
     axes[0].set(title="stage 1: reconstruction (line: training, dashed: held-out)", ylabel="cross-entropy (nats/token)")
     if len(stage2):
         sns.lineplot(data=stage2.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[1])

@@ -8,7 +8,7 @@ the untrained model, identical for every text): a stage 1 that learns to compres
     .venv/bin/python scripts/p3_stage1_lr_probe.py                 # 2e-5 1e-4 5e-4, 40 steps each
     .venv/bin/python scripts/p3_stage1_lr_probe.py --lrs 1e-4 --steps 20
 
-Each learning rate trains in a temporary folder (nothing is stored); ~5 min per rate on one core.
+Each learning rate trains in a temporary folder (not stored); ~5 min per rate on one core.
 """
 
 from __future__ import annotations
@@ -18,27 +18,10 @@ import json
 import tempfile
 from pathlib import Path
 
-import torch
-
-
-def uninformative_loss(config, rows) -> float:
-    """Held-out loss of the frozen decoder when every text's memory is the same (the untrained k tokens)."""
-    from repro.autoregembed import TextIds, build_autoreg, compress_batch
-
-    model = build_autoreg(config).eval()
-    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for start in range(0, len(rows), 16):
-            batch = compress_batch(texts, rows[start:start + 16], "cpu")
-            memory = model.compression.unsqueeze(0).expand(batch["ids"].shape[0], -1, -1)
-            total -= float(model.target_log_probs(memory, batch["target_ids"], batch["target_mask"]).sum())
-            count += int(batch["target_mask"].sum())
-    return total / count
-
 
 def main(argv=None) -> None:
-    from repro.autoregembed import CompressConfig, read_instructions, train_compression
+    from repro.autoreg_experiments import uninformative_reconstruction
+    from repro.autoregembed import CompressConfig, train_compression
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backbone", default="smollm2-135m")
@@ -53,9 +36,9 @@ def main(argv=None) -> None:
     base = dict(backbone=args.backbone, steps=args.steps, batch_size=args.batch_size, finetune="full",
                 max_length=160, warmup_steps=min(5, args.steps - 1), validation_examples=args.validation_examples,
                 eval_every=args.steps, checkpoint_every=10 ** 9)
-    held = read_instructions()[:args.validation_examples]
     print(f"{args.backbone}, {args.steps} steps x {args.batch_size}, held-out {args.validation_examples} examples")
-    print(f"uninformative memory: {uninformative_loss(CompressConfig(**base), held):.3f} nats/token")
+    reference = uninformative_reconstruction(CompressConfig(**base))  # stored (results/autoreg_uninformative)
+    print(f"held-out loss of an uninformative memory: {reference:.3f} nats/token")
     for lr in args.lrs:
         with tempfile.TemporaryDirectory() as folder:
             train_compression(CompressConfig(**base, lr=lr), folder, progress=False)

@@ -58,6 +58,28 @@ def test_decoder_is_the_frozen_original_and_log_probs_match_transformers_loss(ti
         assert not any(p.requires_grad for p in model.decoder_ref[0].parameters())
 
 
+def test_uninformative_reconstruction_ignores_the_encoder_and_is_stored(tiny_dir, tmp_path, monkeypatch):
+    from repro.autoreg_experiments import UNINFORMATIVE_EXPERIMENT, uninformative_reconstruction
+    from repro.autoregembed import read_instructions, validation_reconstruction
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
+    config = _compress(tiny_dir)
+    model = build_autoreg(config)
+    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    rows = read_instructions()[:4]
+    before = validation_reconstruction(model, texts, rows), validation_reconstruction(model, texts, rows, False)
+    with torch.no_grad():  # another encoder: the informative loss moves, the uninformative one cannot
+        for name, param in model.named_parameters():
+            if param.requires_grad and name != "compression":
+                param.add_(0.05 * torch.randn_like(param))
+    after = validation_reconstruction(model, texts, rows), validation_reconstruction(model, texts, rows, False)
+    assert before[0] != pytest.approx(after[0], rel=1e-6)
+    assert before[1] == pytest.approx(after[1], rel=1e-6)
+    stored = uninformative_reconstruction(config)
+    assert stored == pytest.approx(before[1], rel=1e-5)
+    assert len(list((tmp_path / "results" / UNINFORMATIVE_EXPERIMENT).glob("*.json"))) == 1
+
+
 def test_alignment_scores_follow_the_paper_and_the_code():
     lp = {("p", "q"): torch.tensor([-10.0]), ("n", "q"): torch.tensor([-14.0]), ("p", "p"): torch.tensor([-9.0])}
     ref = {("p", "q"): torch.tensor([-11.0]), ("n", "q"): torch.tensor([-12.0])}

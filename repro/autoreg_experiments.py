@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -26,10 +25,10 @@ from repro.autoregembed import (NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, 
                                 embed_texts, encoder_digest, load_encoder, train_alignment,
                                 train_compression)
 from repro.evaluate import CosineSimilarity, _model_meta, _texts_from
-from repro.lanes import exclusive, in_lane_order
+from repro.lanes import in_lane_order
 from repro.results import load_or_compute, load_result, params_key
 from repro.tasks import STS_TASKS
-from repro.trained import evaluate_per_task, runs_dir
+from repro.trained import evaluate_per_task, runs_dir, train_run_once
 
 if TYPE_CHECKING:
     from repro.train import TrainConfig
@@ -72,18 +71,7 @@ def ensure_trained(config: CompressConfig | AlignConfig, progress: bool = True) 
         else:
             train_compression(config, folder, progress=progress)
 
-    def compute():
-        if not (folder / "summary.json").is_file():
-            train_here()
-        summary = json.loads((folder / "summary.json").read_text())
-        history = pd.DataFrame(summary.pop("history"))
-        return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
-
-    with exclusive(f"run {folder}"):  # another lane wanting this run waits for it instead of training it too
-        record = load_or_compute(RUNS_EXPERIMENT, run_params(config), compute)
-        if not (folder / "final" / "config.json").is_file():
-            train_here()  # results stored but weights missing on this machine: retrain (same data, same seed)
-    return folder, record
+    return folder, train_run_once(folder, RUNS_EXPERIMENT, run_params(config), train_here, "config.json")
 
 
 def train_or_load_autoreg(config: CompressConfig | AlignConfig, progress: bool = True):

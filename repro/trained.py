@@ -16,7 +16,7 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,23 +54,36 @@ def weights_digest(model) -> str:
     return digest(model, lambda name, _: "lora_" in name or name.startswith("head."))
 
 
+def train_run_once(folder: Path, experiment: str, params: dict, train_here: Callable[[], object], weights_file: str,
+                   recompute: bool = False) -> dict:
+    """Train the run in ``folder`` once and store its record (summary + history) under ``params``: trains (or
+    resumes) it unless its ``summary.json`` exists, and again if the record is stored but this machine lacks
+    ``final/<weights_file>`` (same data, same seed). Holds the lock ``run <folder>``, so another lane that
+    wants this run waits for it instead of training it too; the lock covers the re-checks of the record and
+    of the weights, not only the training."""
+
+    def compute():
+        if not (folder / "summary.json").is_file():
+            train_here()
+        summary = json.loads((folder / "summary.json").read_text())
+        history = pd.DataFrame(summary.pop("history"))
+        return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
+
+    with exclusive(f"run {folder}"):
+        record = load_or_compute(experiment, params, compute, recompute=recompute)
+        if not (folder / "final" / weights_file).is_file():
+            train_here()  # results stored but weights missing on this machine: retrain
+    return record
+
+
 def train_or_load(config: TrainConfig, progress: bool = True, refresh_record: bool = False):
     """The trained model for ``config`` (training or resuming it if needed) and its stored summary.
     ``refresh_record`` re-stores the summary (curves) from the local run folder: used when stale scores are
     recomputed with weights retrained here, so that curves and scores describe the same training."""
     folder = runs_dir() / run_name(config)
-
-    def compute():
-        if not (folder / "summary.json").is_file():
-            train(config, folder, progress=progress)
-        summary = json.loads((folder / "summary.json").read_text())
-        history = pd.DataFrame(summary.pop("history"))
-        return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
-
-    with exclusive(f"run {folder}"):  # another lane wanting this model waits for it instead of training it too
-        record = load_or_compute(RUNS_EXPERIMENT, {"train": config.identity()}, compute, recompute=refresh_record)
-        if not (folder / "final" / "train_config.json").is_file():
-            train(config, folder, progress=progress)  # results stored but weights missing here: retrain
+    record = train_run_once(folder, RUNS_EXPERIMENT, {"train": config.identity()},
+                            lambda: train(config, folder, progress=progress), "train_config.json",
+                            recompute=refresh_record)
     model, loaded = load_trained(folder / "final")
     if loaded != config:
         raise ValueError(f"{folder} holds a model trained with another configuration")

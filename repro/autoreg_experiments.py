@@ -297,15 +297,17 @@ def describe_scale(base: AlignConfig, suite: str) -> str:
     compress = base.compress
     stage1 = (f"Stage 1: {compress.steps} steps x {compress.batch_size} instruction examples (T0 + self-instruct, "
               f"encoder input <= {compress.max_length} tokens, target <= {compress.target_max_length}), lr "
-              f"{compress.lr}. " if compress is not None else "No stage 1. ")
+              f"{compress.lr}, gradient norm clipped at {compress.max_grad_norm}. " if compress is not None
+              else "No stage 1. ")
     return (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
             f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} SNLI triplets "
             f"({'all' if not base.train_examples else base.train_examples} training triplets), lr {base.lr} "
-            f"({base.warmup_steps} warm-up steps, {base.schedule}), beta {base.beta}, tau {base.temperature}, seed "
+            f"({base.warmup_steps} warm-up steps, {base.schedule}, gradient norm clipped at {base.max_grad_norm}), beta {base.beta}, tau {base.temperature}, seed "
             f"{base.seed}. Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
             "a 135M backbone instead of LLaMA2-7B, SNLI triplets instead of 50k MEDI-NLI, T0/self-instruct instead "
-            "of PWC for stage 1, a few hundred steps instead of epochs, a stage-1 lr far above the official 1e-5 (at "
-            "2e-5 a few hundred steps barely lower the reconstruction loss: scripts/p3_stage1_lr_probe.py), MS MARCO "
+            "of PWC for stage 1, a few hundred steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "
+            "2e-5 a few hundred steps barely lower the reconstruction loss, at 5e-4 it diverges: "
+            "scripts/p3_stage1_lr_probe.py), MS MARCO "
             "and SCIDOCS are not offline (SciFact and NFCorpus instead).")
 
 

@@ -84,6 +84,7 @@ class StageConfig:
     seed: int = 0
     eval_every: int = 50
     checkpoint_every: int = 50
+    max_grad_norm: float | None = 1.0  # clip the global gradient norm (the transformers Trainer's default); None: off
 
     def __post_init__(self):
         _check_common(self)
@@ -149,6 +150,8 @@ def _check_common(config) -> None:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not config.lr > 0:
         raise ValueError("lr must be positive")
+    if config.max_grad_norm is not None and not config.max_grad_norm > 0:
+        raise ValueError(f"max_grad_norm must be positive or None (no clipping), got {config.max_grad_norm!r}")
 
 
 # ----------------------------------------------------------------------------------------------- data

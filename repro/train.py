@@ -324,7 +324,8 @@ def make_accelerator():
 def run_training(accelerator, model: nn.Module, config, output: Path, step_loss, evaluate, desc: str,
                  progress: bool = True, dump_grads: str | Path | None = None) -> dict:
     """The one training loop (contrastive models and AutoRegEmbed's stages): AdamW on the trainable
-    parameters, warm-up + ``config.schedule`` (linear unless set) learning rate, checkpoints every
+    parameters, warm-up + ``config.schedule`` (linear unless set) learning rate, global gradient-norm clipping
+    if the config has a ``max_grad_norm`` (logged as ``grad_norm``), checkpoints every
     ``config.checkpoint_every`` steps, resume from the last checkpoint, validation every ``config.eval_every``.
 
     ``step_loss(model, step, rank, world) -> (loss, tokens, examples)`` computes this process's share of the
@@ -378,13 +379,17 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
         if dump_grads is not None and step == start_step and accelerator.is_main_process:
             torch.save({n: p.grad.detach().cpu().clone() for n, p in core.named_parameters() if p.grad is not None},
                        dump_grads)
+        logged = {}
+        if getattr(config, "max_grad_norm", None) is not None:  # (Paper 1's TrainConfig has no clipping)
+            logged["grad_norm"] = float(accelerator.clip_grad_norm_(trainable_parameters(core), config.max_grad_norm))
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
         seconds += time.perf_counter() - t0
         tokens_seen += int(accelerator.gather(torch.tensor([int(tokens)], device=accelerator.device)).sum())
         examples_seen += examples
-        history.append({"step": step + 1, "train_loss": float(loss.detach()), "lr": float(scheduler.get_last_lr()[0])})
+        history.append({"step": step + 1, "train_loss": float(loss.detach()), "lr": float(scheduler.get_last_lr()[0]),
+                        **logged})
         bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             evaluate_now(step + 1, float(loss.detach()))

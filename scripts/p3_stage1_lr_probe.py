@@ -5,10 +5,10 @@ rate and prints the held-out reconstruction loss (token-mean cross-entropy, nats
 the loss of the same frozen decoder given an uninformative memory (the k compression-token embeddings of
 the untrained model, identical for every text): a stage 1 that learns to compress goes below that line.
 
-    .venv/bin/python scripts/p3_stage1_lr_probe.py                 # 2e-5 1e-4 5e-4, 40 steps each
+    .venv/bin/python scripts/p3_stage1_lr_probe.py                 # 2e-5 1e-4 5e-4, 100 steps each
     .venv/bin/python scripts/p3_stage1_lr_probe.py --lrs 1e-4 --steps 20
 
-Each learning rate trains in a temporary folder (not stored); ~5 min per rate on one core.
+Each learning rate trains in a temporary folder (not stored); ~15 min per rate on one core.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backbone", default="smollm2-135m")
     parser.add_argument("--lrs", type=float, nargs="+", default=[2e-5, 1e-4, 5e-4])
-    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--validation-examples", type=int, default=16)
     args = parser.parse_args(argv)

@@ -132,12 +132,19 @@ def test_bad_settings_are_refused(tiny_dir):
         ar.split_align(AlignConfig(compress=None, backbone="x", train_examples=10 ** 6))
     with pytest.raises(ValueError, match="positive integer"):
         CompressConfig(steps=0)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        CompressConfig(max_grad_norm=0.0)
 
 
 def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch):
     compress = _compress(tiny_dir)
     first = train_compression(compress, tmp_path / "c", progress=False)
     assert first["examples_seen"] == 12 and first["history"][0]["validation_loss"] > 0
+    # the gradient norm is clipped at max_grad_norm (logged before clipping) and, unclipped, is not logged
+    logged = [h["grad_norm"] for h in first["history"] if "grad_norm" in h]
+    assert len(logged) == compress.steps and all(n > 0 for n in logged)
+    unclipped = train_compression(_compress(tiny_dir, max_grad_norm=None, steps=1), tmp_path / "u", progress=False)
+    assert not any("grad_norm" in h for h in unclipped["history"])
     config = _align(tiny_dir, compress, strategy=4, divergence="js")
     full = train_alignment(config, tmp_path / "a", tmp_path / "c" / "final", progress=False)
     assert "validation_sts" in full["history"][-1] and full["tokens_seen"] > 0

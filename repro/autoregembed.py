@@ -92,9 +92,11 @@ class StageConfig:
 
 @dataclass
 class CompressConfig(StageConfig):
-    """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch)."""
+    """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
+    model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
 
     steps: int = 200
+    lr: float = 1e-4
     max_length: int = 160  # context + instruction
     validation_examples: int = 64
 

@@ -5,7 +5,8 @@ of runs. With ``REPRO_LANE="k/N"`` a process takes that list from its own starti
 its length, :func:`lane_order`), and every stored result is computed under an inter-process lock
 (:func:`exclusive`, used by :func:`repro.results.load_or_compute` and by the run folders' training), so when
 a lane reaches a run another lane is computing it first goes on with the rest of its list (the run is
-deferred: :class:`Busy`), then comes back, waits for it and loads it. Every lane walks the whole list, so each
+deferred: :class:`Busy`), then comes back to the deferred runs, computing those that have become free and
+waiting only when all of them are busy. Every lane walks the whole list, so each
 one ends with the complete page; ``python -m repro.build --only PAGE --lanes N`` starts the N processes.
 Without ``REPRO_LANE`` nothing changes: one process, the list in its own order.
 """
@@ -53,19 +54,27 @@ def lane_order(items: Iterable[V]) -> list[V]:
 
 def in_lane_order(thunks: dict[K, Callable[[], V]]) -> dict[K, V]:
     """Call every thunk, in this lane's order; the results keep the order of ``thunks``. With several lanes,
-    a thunk that meets a lock another lane holds is deferred (what it stored so far stays stored) and called
-    again, waiting this time, after the others."""
-    done, deferred = {}, []
-    for key in lane_order(thunks):
-        token = _DEFER.set(current_lane()[1] > 1)
-        try:
+    a thunk that meets a lock another lane holds is deferred (what it stored so far stays stored). The
+    deferred thunks are then tried again, in order and still without waiting, as long as a pass gets one of
+    them done; only when every one left is busy does the lane wait, for the first of them (so a lane never
+    waits on a run while another one it could compute is free)."""
+    done: dict = {}
+    pending = lane_order(thunks)
+    lanes = current_lane()[1]
+    while pending:
+        busy = []
+        for key in pending:
+            token = _DEFER.set(lanes > 1)
+            try:
+                done[key] = thunks[key]()
+            except Busy:
+                busy.append(key)
+            finally:
+                _DEFER.reset(token)
+        if busy and len(busy) == len(pending):  # nothing free: wait for the first (unless an enclosing pass
+            key = busy.pop(0)                   # defers it in turn: then Busy goes up to that pass)
             done[key] = thunks[key]()
-        except Busy:
-            deferred.append(key)
-        finally:
-            _DEFER.reset(token)
-    for key in deferred:  # waits for the other lanes, unless an enclosing first pass defers it in turn
-        done[key] = thunks[key]()
+        pending = busy
     return {key: done[key] for key in thunks}
 
 

@@ -50,7 +50,28 @@ def test_a_busy_run_is_deferred_to_after_the_others_then_waited_for(monkeypatch)
         return key
 
     assert list(in_lane_order({key: (lambda key=key: run(key)) for key in RUNS}).values()) == RUNS
-    assert calls == [("c", True), ("d", True), ("a", True), ("b", True), ("c", False)]
+    # c is still busy when the deferred runs are tried again, and it is the only one left: the lane waits
+    assert calls == [("c", True), ("d", True), ("a", True), ("b", True), ("c", True), ("c", False)]
+
+
+def test_deferred_runs_that_became_free_are_computed_before_waiting_on_a_busy_one(monkeypatch):
+    from repro.lanes import Busy, _DEFER
+
+    monkeypatch.setenv(LANE_ENV, "0/2")
+    calls, held = [], {"a": 1, "b": 2}  # another lane holds "a" for one more try, "b" for two
+
+    def run(key):
+        calls.append((key, _DEFER.get()))
+        if _DEFER.get() and held.get(key, 0) > 0:
+            held[key] -= 1
+            raise Busy(key)
+        return key.upper()
+
+    out = in_lane_order({key: (lambda key=key: run(key)) for key in RUNS})
+    assert out == {key: key.upper() for key in RUNS}
+    # first pass: a and b busy; second pass: a free now, b still busy (a pass that got one done: no wait);
+    # third pass: b free; nothing was ever waited for
+    assert calls == [("a", True), ("b", True), ("c", True), ("d", True), ("a", True), ("b", True), ("b", True)]
 
 
 def _lane(lane: int, barrier, folder: str) -> None:

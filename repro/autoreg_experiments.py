@@ -266,8 +266,8 @@ def ablation_config(label: str, base: AlignConfig) -> AlignConfig:
 
 PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their types (papermill -p checks)
     "profile": str, "backbone": str, "suite": str, "finetune": str, "compress_steps": int, "compress_max_length": int,
-    "compress_lr": float, "align_steps": int, "align_lr": float, "warmup_steps": int, "batch_size": int, "train_examples": int,
-    "validation_examples": int, "validation_sts_pairs": int, "validation_triplets": int, "seed": int,
+    "compress_lr": float, "align_steps": int, "align_lr": float, "warmup_steps": int, "batch_size": int,
+    "train_examples": int, "validation_examples": int, "validation_sts_pairs": int, "validation_triplets": int, "seed": int,
     "recompute": bool}
 
 
@@ -302,13 +302,13 @@ def describe_scale(base: AlignConfig, suite: str) -> str:
     return (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
             f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} SNLI triplets "
             f"({'all' if not base.train_examples else base.train_examples} training triplets), lr {base.lr} "
-            f"({base.warmup_steps} warm-up steps, {base.schedule}, gradient norm clipped at {base.max_grad_norm}), beta {base.beta}, tau {base.temperature}, seed "
-            f"{base.seed}. Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
+            f"({base.warmup_steps} warm-up steps, {base.schedule}, gradient norm clipped at {base.max_grad_norm}), "
+            f"beta {base.beta}, tau {base.temperature}, seed {base.seed}. Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
             "a 135M backbone instead of LLaMA2-7B, SNLI triplets instead of 50k MEDI-NLI, T0/self-instruct instead "
             "of PWC for stage 1, a few hundred steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "
             "2e-5 a few hundred steps barely lower the reconstruction loss, at 5e-4 it diverges: "
-            "scripts/p3_stage1_lr_probe.py), MS MARCO "
-            "and SCIDOCS are not offline (SciFact and NFCorpus instead).")
+            "scripts/p3_stage1_lr_probe.py), MS MARCO and SCIDOCS are not offline (SciFact and NFCorpus "
+            "instead).")
 
 
 def steps_for(examples: int, epochs: float, batch_size: int) -> int:

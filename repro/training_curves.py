@@ -27,12 +27,14 @@ def training_curves(configs: Iterable[TrainConfig], rolling: int = 10) -> pd.Dat
 
 def with_rolling_loss(curves: pd.DataFrame, by: list[str], rolling: int) -> pd.DataFrame:
     """``curves`` plus the training loss's rolling mean over ``rolling`` logged steps within each ``by`` group
-    (column ``train loss (rolling N)``; validation-only rows are skipped, not averaged as missing)."""
+    (column ``train loss (rolling N)``). Validation rows are skipped: they carry no loss (step 0) or repeat the
+    loss of their step's training row, so each step counts once."""
     if not (isinstance(rolling, int) and rolling >= 1):
         raise ValueError(f"rolling must be a positive integer, got {rolling!r}")
     curves = curves.copy()
     column = f"train loss (rolling {rolling})"
     logged = curves["train_loss"].notna()
+    logged[logged] = ~curves[logged].duplicated(subset=[*by, "step"])  # a step's first row with a loss
     curves[column] = float("nan")
     curves.loc[logged, column] = curves[logged].groupby(by)["train_loss"].transform(
         lambda x: x.rolling(rolling, min_periods=1).mean())

@@ -85,7 +85,8 @@ def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame
         axes[0].legend(fontsize=8)
     axes[0].set(title="stage 1: reconstruction (line: training, dashed: held-out)", ylabel="cross-entropy (nats/token)")
     if len(stage2):
-        sns.lineplot(data=stage2.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[1])
+        sns.lineplot(data=stage2.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[1],
+                     legend=stage2.run.nunique() > 1)  # one run: the title names it, a legend would hide the curve
     axes[1].set(title="stage 2: alignment loss (training)", ylabel=loss)
     dev = stage2.dropna(subset=["validation_sts"])[["step", "validation_sts", "run"]]
     if contrastive is not None and len(contrastive):

@@ -56,13 +56,23 @@ def table_claims(wide: pd.DataFrame) -> pd.DataFrame:
                                for category in ("STS", "Retrieval")])
 
 
-def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed") -> pd.DataFrame:
+def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
+                           references: pd.Series | None = None) -> pd.DataFrame:
     """Figure 3: the candidate beats each contrastive baseline at equal data, paired over every
-    (training-set size, seed) point of the curve (rows of ``curve``: method, examples, seed, STS average)."""
+    (training-set size, seed) point of the curve (rows of ``curve``: method, examples, seed, STS average).
+    With ``references`` (:func:`repro.autoreg_experiments.data_efficiency_references`) holding "compression
+    only", also the paper's claim that alignment improves on it (Table 3), at every point of the curve: each
+    point against that one model's score (a one-sample signed-rank test; the reference's own evaluation noise
+    is not modelled)."""
     paired = curve.pivot_table(index=["examples", "seed"], columns="method", values="STS average")
     others = [m for m in curve.method.unique() if m != candidate]
-    table = claims_table(paired, [(f"{candidate} beats {other} at equal training data (Figure 3)", candidate, other,
-                                   None, "better") for other in others])
+    claims = [(f"{candidate} beats {other} at equal training data (Figure 3)", candidate, other, None, "better")
+              for other in others]
+    if references is not None and "compression only" in references.index and candidate == "AutoRegEmbed":
+        paired = paired.assign(**{"compression only": float(references["compression only"])})
+        claims.append(("alignment improves on compression only (Table 3), at every data size", candidate,
+                       "compression only", None, "better"))
+    table = claims_table(paired, claims)
     return table.assign(category="STS average per (size, seed) point") if len(table) else table
 
 

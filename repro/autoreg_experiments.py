@@ -174,8 +174,10 @@ UNTRAINED = {  # label -> (prompt, pooling)
 
 
 def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[str] | None = None,
-                       max_length: int = 512, progress: bool = True, recompute: bool = False) -> pd.DataFrame:
-    """The raw backbone's last layer (last token and mean, no prompt) and PromptEOL, per task (stored)."""
+                       max_length: int = 512, progress: bool = True, recompute: bool = False,
+                       labels: Sequence[str] | None = None) -> pd.DataFrame:
+    """The raw backbone's last layer (last token and mean, no prompt) and PromptEOL, per task (stored);
+    ``labels``: only these of :data:`UNTRAINED` (None: all three)."""
     from repro.backbones import load_backbone
     from repro.encode import EncodeConfig
     from repro.evaluate import StatesEncoder, evaluate_encoders
@@ -184,10 +186,15 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
 
     suite_caps(suite)
     tasks = check_task_names(list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS)
+    labels = list(labels) if labels is not None else list(UNTRAINED)
+    unknown = set(labels) - set(UNTRAINED)
+    if unknown:
+        raise ValueError(f"unknown untrained method(s) {sorted(unknown)}; valid: {', '.join(UNTRAINED)}")
     state: dict = {}
     runs = {}
     for name in tasks:
-        for label, (prompt, pooling) in UNTRAINED.items():
+        for label in labels:
+            prompt, pooling = UNTRAINED[label]
             params = {"backbone": backbone, "prompt": prompt, "pooling": pooling, "max_length": max_length,
                       "suite": suite, "caps": describe_suite(suite), "task": name, "data": data_fingerprint(name)}
 
@@ -330,8 +337,8 @@ def method_scores(align: AlignConfig, suite: str = "compact", tasks: Sequence[st
         raise ValueError(f"unknown method(s) {sorted(unknown)}; valid: {', '.join(every)}")
     frames = []
     if set(methods) & set(UNTRAINED):
-        untrained = evaluate_untrained(align.backbone, suite, tasks, progress=progress, recompute=recompute)
-        frames.append(untrained[untrained.method.isin(methods)])
+        frames.append(evaluate_untrained(align.backbone, suite, tasks, progress=progress, recompute=recompute,
+                                         labels=[label for label in UNTRAINED if label in methods]))
     runs = {}
     for label in methods:
         if label in CONTRASTIVE:
@@ -398,6 +405,26 @@ def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Seque
                             for (size, seed), align in configs.items() for method in methods})
     return pd.DataFrame([{"method": method, "examples": size, "seed": seed, "steps": configs[size, seed].steps,
                           "STS average": sts_average(frame)} for (method, size, seed), frame in frames.items()])
+
+
+REFERENCES = [*UNTRAINED, "compression only"]  # methods that train on no triplets: Figure 3's flat lines
+
+
+def data_efficiency_references(base: AlignConfig, references: Sequence[str], suite: str = "compact",
+                               tasks: Sequence[str] | None = None, recompute: bool = False) -> pd.Series:
+    """STS average of each reference method (trained on no triplet: the untrained backbone's methods and
+    compression only, i.e. AutoRegEmbed before stage 2) on the data-efficiency page's tasks, by label."""
+    unknown = set(references) - set(REFERENCES)
+    if unknown:
+        raise ValueError(f"unknown reference(s) {sorted(unknown)}; valid: {', '.join(REFERENCES)}")
+    if "compression only" in references and base.compress is None:
+        raise ValueError("'compression only' needs a stage 1 (this configuration has none)")
+    if not references:
+        return pd.Series(dtype=float, name="STS average")
+    scores = method_scores(base, suite, list(tasks) if tasks is not None else STS_TASKS, references,
+                           recompute=recompute)
+    return pd.Series({label: sts_average(scores[scores.method == label]) for label in references},
+                     name="STS average")
 
 
 def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float],

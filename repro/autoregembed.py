@@ -603,13 +603,17 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
     else:
         seen = seen_indices(len(train_rows), config)
         scores = reference_scores(model, texts, [train_rows[i] for i in seen], config)
-        reference = {"config": asdict(config), "index": seen, "scores": scores}
+        reference = {"config": asdict(config), "index": seen, "scores": scores, "initial_digest": initial_digest}
         if accelerator.is_main_process:
             output.mkdir(parents=True, exist_ok=True)
             with atomic_path(reference_file) as tmp:
                 torch.save(reference, tmp)
     if reference["config"] != asdict(config):
         raise ValueError(f"{reference_file} belongs to another configuration; use a new output folder")
+    if reference.get("initial_digest", initial_digest) != initial_digest:  # (files of before the digest: unchecked)
+        raise ValueError(f"{reference_file} was computed from other stage-1 weights (sha256 "
+                         f"{reference['initial_digest']}, now {initial_digest}): stage 1 was retrained; delete "
+                         f"{output} to start this run again from the current stage 1")
     position = {row: i for i, row in enumerate(reference["index"])}
 
     def step_loss(wrapped, step, rank, world):

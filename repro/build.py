@@ -127,7 +127,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                   "compress_steps": 1, "compress_max_length": 64, "compress_lr": 1e-4, "align_steps": 1, "align_lr": 5e-06, "warmup_steps": 0, "batch_size": 2,
                   "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
                   "seed": 0, "tasks": ["STSBenchmark"], "sizes": [4, 8], "seeds": [0],
-                  "epochs": 0.25, "methods": ["AutoRegEmbed", "last token, in-batch"]},
+                  "epochs": 0.25, "methods": ["AutoRegEmbed", "last token, in-batch"],
+                  "references": ["compression only", "PromptEOL"]},
         "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "small", "finetune": "full",
                      "compress_steps": 300, "compress_max_length": 160, "compress_lr": 1e-4, "align_steps": 150, "align_lr": 5e-06,
                      "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
@@ -135,7 +136,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                      "seeds": [0, 1], "epochs": 1.0,
                      # the two in-batch baselines (the paper's strongest early risers); the hard-negative ones
                      # are parameters (-p methods=...) left out of the book's budget
-                     "methods": ["AutoRegEmbed", "last token, in-batch", "mean, in-batch"]},
+                     "methods": ["AutoRegEmbed", "last token, in-batch", "mean, in-batch"],
+                     "references": ["compression only", "PromptEOL"]},
     },
     "p3_ablations": {
         "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",

@@ -1,5 +1,6 @@
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -181,6 +182,11 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
     with pytest.raises(ValueError, match="another configuration"):
         train_alignment(_align(tiny_dir, compress, beta=0.2), tmp_path / "killed", tmp_path / "c" / "final",
                         progress=False)
+    # reference scores computed from one stage 1 are never reused for a run starting from another
+    (tmp_path / "r").mkdir()
+    shutil.copy(tmp_path / "a" / "reference.pt", tmp_path / "r" / "reference.pt")
+    with pytest.raises(ValueError, match="other stage-1 weights"):
+        train_alignment(config, tmp_path / "r", tmp_path / "u" / "final", progress=False)
 
 
 def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documents(tiny_dir, monkeypatch):
@@ -221,6 +227,16 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     assert again["main_score"].tolist() == frame["main_score"].tolist()
     untrained = ex.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], max_length=64, progress=False)
     assert set(untrained["method"]) == set(ex.UNTRAINED)
+    # Figure 3's flat lines: methods trained on no triplet, on the page's tasks
+    flat = ex.data_efficiency_references(config, ["compression only", "PromptEOL"], "smoke", ["STSBenchmark"])
+    prompteol = ex.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], progress=False, labels=["PromptEOL"])
+    assert list(prompteol["method"]) == ["PromptEOL"]
+    assert flat["PromptEOL"] == pytest.approx(ex.sts_average(prompteol))
+    assert np.isfinite(flat["compression only"])
+    with pytest.raises(ValueError, match="unknown reference"):
+        ex.data_efficiency_references(config, ["AutoRegEmbed"], "smoke", ["STSBenchmark"])
+    with pytest.raises(ValueError, match="unknown untrained"):
+        ex.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], labels=["PromptEOL", "echo"])
 
 
 def test_command_line_builds_both_stages_and_the_no_compression_ablation():

@@ -67,6 +67,18 @@ def test_data_efficiency_pairs_every_size_and_seed_point():
     assert claims.iloc[0]["verdict at our scale"] == "supported"
 
 
+def test_data_efficiency_tests_alignment_against_the_compression_only_line():
+    rows = [{"method": m, "examples": n, "seed": s, "STS average": 50 + np.log2(n) / 10 + s / 10 - (4 if m == "AutoRegEmbed" else 0)}
+            for m in ("AutoRegEmbed", "mean, in-batch") for n in (64, 128, 256, 512, 1024) for s in (0, 1)]
+    references = pd.Series({"compression only": 50.0, "PromptEOL": 60.0})
+    claims = data_efficiency_claims(pd.DataFrame(rows), references=references).set_index("comparison")
+    assert list(claims.index) == ["AutoRegEmbed vs mean, in-batch", "AutoRegEmbed vs compression only"]
+    below = claims.loc["AutoRegEmbed vs compression only"]  # every point 3-4 below the flat line
+    assert below["paired"] == 10 and below["verdict at our scale"] == "contradicted"
+    assert below["mean second"] == pytest.approx(50.0)
+    assert len(data_efficiency_claims(pd.DataFrame(rows), references=references.drop("compression only"))) == 1
+
+
 def test_ablation_claims_quote_the_paper_and_skip_the_temperature_grid():
     rng = np.random.default_rng(2)
     base = rng.uniform(40, 60, 8)

@@ -3,6 +3,7 @@ import math
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -284,3 +285,33 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
             page_configs(**(good | bad))
     with pytest.raises(TypeError, match="missing page parameters: seed"):
         page_configs(**{k: v for k, v in good.items() if k != "seed"})
+
+
+def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny_dir, monkeypatch):
+    from repro import autoreg_experiments as ex
+    from repro.alignment_probe import AFTER, BEFORE, alignment_probe, alignment_terms, quantities
+
+    config = _align(tiny_dir, _compress(tiny_dir), steps=2)
+    probe = alignment_probe(config, examples=6)
+    assert list(probe.index) == ["log p(d+|e_q)", "log p(d+|e_d+)", "|a - c| (S1's distance)",
+                                 "a - b (S2's margin, no reference)", "a > b"]
+    assert (probe["triplets"] == 6).all() and 0 <= probe.loc["a > b", AFTER] <= 1
+    # by hand, from the stage-1 model on the same held-out triplets (never the training ones)
+    stage1, _ = ex.train_or_load_autoreg(config.compress, progress=False)
+    train_rows, held = ar.split_align(config)
+    assert not {r["query"] for r in held[:6]} & {r["query"] for r in train_rows}
+    terms = alignment_terms(stage1, config, held[:6])
+    assert terms.shape == (6, 4) and (terms.to_numpy() < 0).all()  # summed log-probabilities
+    by_hand = quantities(terms).mean()
+    for name in probe.index:
+        assert probe.loc[name, BEFORE] == pytest.approx(by_hand[name], abs=1e-3), name
+    assert probe.loc["log p(d+|e_q)", "change"] == pytest.approx(
+        probe.loc["log p(d+|e_q)", AFTER] - probe.loc["log p(d+|e_q)", BEFORE], abs=1e-6)
+    assert probe.loc["log p(d+|e_q)", "change"] != 0  # stage 2 changed the encoder
+    # stored: read back without the weights
+    monkeypatch.setattr(ex, "train_or_load_autoreg", lambda *a, **k: pytest.fail("recomputed a stored probe"))
+    pd.testing.assert_frame_equal(alignment_probe(config, examples=6), probe)
+    with pytest.raises(ValueError, match="compress stage"):
+        alignment_probe(_align(tiny_dir, None))
+    with pytest.raises(ValueError, match="positive integer"):
+        alignment_probe(config, examples=0)

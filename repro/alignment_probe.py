@@ -84,6 +84,7 @@ def alignment_probe(config: AlignConfig, examples: int | None = None, recompute:
         rows.append({"quantity": name, BEFORE: before[name].mean(), AFTER: after[name].mean(),
                      "change": test["mean_difference"], "p (Wilcoxon)": test["p"],
                      "95% CI (bootstrap)": f"[{boot['ci_low']:.3f}, {boot['ci_high']:.3f}]",
-                     "test": test["verdict"].replace("first", AFTER).replace("second", BEFORE),
+                     "test": test["verdict"].replace("first better", "increased in stage 2")
+                     .replace("second better", "decreased in stage 2"),
                      "triplets": len(before)})
     return pd.DataFrame(rows).set_index("quantity")

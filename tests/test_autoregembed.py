@@ -308,6 +308,8 @@ def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny
     assert probe.loc["log p(d+|e_q)", "change"] == pytest.approx(
         probe.loc["log p(d+|e_q)", AFTER] - probe.loc["log p(d+|e_q)", BEFORE], abs=1e-6)
     assert probe.loc["log p(d+|e_q)", "change"] != 0  # stage 2 changed the encoder
+    assert set(probe["test"]) <= {"significant: increased in stage 2", "significant: decreased in stage 2",
+                                  "not significant", "no difference"} | {t for t in probe["test"] if t.startswith("untestable")}
     # stored: read back without the weights
     monkeypatch.setattr(ex, "train_or_load_autoreg", lambda *a, **k: pytest.fail("recomputed a stored probe"))
     pd.testing.assert_frame_equal(alignment_probe(config, examples=6), probe)

@@ -107,6 +107,29 @@ def uninformative_reconstruction(compress: CompressConfig, recompute: bool = Fal
     return float(load_or_compute(UNINFORMATIVE_EXPERIMENT, params, compute, recompute)["rows"][0]["validation_loss"])
 
 
+def stage1_data_profile(compress: CompressConfig) -> pd.Series:
+    """What stage 1 trains on: over the instruction examples its steps draw, the target length in tokens
+    (what the frozen decoder must regenerate from the k compression states) and the share of inputs cut at
+    ``max_length``. Short targets ask little of the memory: a one-word answer can be reconstructed from a
+    memory that carries little of the text."""
+    import numpy as np
+
+    from repro.autoregembed import read_instructions, seen_indices
+    from repro.backbones import load_backbone
+
+    rows = read_instructions()[compress.validation_examples:]
+    seen = [rows[i] for i in seen_indices(len(rows), compress)]
+    tok = load_backbone(compress.backbone).tokenizer
+    target = np.array([len(tok(r["output"], add_special_tokens=False).input_ids) for r in seen])
+    source = np.array([len(tok(r["context"] + "\n" + r["instruction"], add_special_tokens=False).input_ids)
+                       for r in seen])
+    return pd.Series({"examples drawn": len(seen), "target tokens (median)": float(np.median(target)),
+                      "targets of <= 3 tokens": float((target <= 3).mean()),
+                      "targets cut (longer than the target limit)": float((target > compress.target_max_length - 1).mean()),
+                      "input tokens (median)": float(np.median(source)),
+                      "inputs cut (longer than the input limit)": float((source > compress.max_length).mean())})
+
+
 class AutoRegEncoder(CosineSimilarity):
     """mteb encoder: mean of the compression states, L2-normalised; retrieval documents with the passage
     prompt, everything else (STS sentences, queries) with ``{text}\\n{instruction}``."""

@@ -317,3 +317,15 @@ def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny
         alignment_probe(_align(tiny_dir, None))
     with pytest.raises(ValueError, match="positive integer"):
         alignment_probe(config, examples=0)
+
+
+def test_stage1_data_profile_counts_the_examples_stage_1_draws(smollm2):
+    from repro.autoreg_experiments import stage1_data_profile
+
+    profile = stage1_data_profile(CompressConfig(steps=2, batch_size=4, validation_examples=4, max_length=32,
+                                                 target_max_length=4))
+    assert profile["examples drawn"] == 8
+    assert profile["target tokens (median)"] >= 1 and profile["input tokens (median)"] >= 1
+    shares = profile[[k for k in profile.index if k.startswith(("targets", "inputs"))]]
+    assert ((shares >= 0) & (shares <= 1)).all()
+    assert profile["inputs cut (longer than the input limit)"] > 0  # 32 tokens cut most instruction contexts

@@ -168,9 +168,25 @@ def evaluate_autoreg(config: CompressConfig | AlignConfig, suite: str = "compact
     return frame.assign(stage=stage)
 
 
-def stage1_provenance(aligns: Sequence[AlignConfig]) -> str:
+def stage1_provenance(aligns: Sequence[AlignConfig], scored_stage1: str | None = None) -> str:
     """Which stage-1 weights the stored stage-2 runs ``aligns`` started from (CPU training is not
-    bit-reproducible across machines: a stage 1 retrained elsewhere is a different starting point)."""
+    bit-reproducible across machines: a stage 1 retrained elsewhere is a different starting point), and, given
+    ``scored_stage1`` (the weights digest of the stored compression-only scores), whether compression only
+    was scored from those same weights."""
+    line = _stage2_starts(aligns)
+    if scored_stage1 is None:
+        return line
+    starts = {(load_result(RUNS_EXPERIMENT, run_params(c)) or {}).get("summary", {}).get("initial_digest")
+              for c in aligns if c.compress is not None} - {None}
+    if starts == {scored_stage1}:
+        return line + f" Compression only was scored from those same weights ({scored_stage1})."
+    if scored_stage1 in starts:
+        return line + f" Compression only was scored from one of them ({scored_stage1})."
+    return line + (f" Compression only was scored from other stage-1 weights ({scored_stage1}): comparisons with "
+                   "it include the difference between two stage-1 trainings.")
+
+
+def _stage2_starts(aligns: Sequence[AlignConfig]) -> str:
     starts: dict[str, int] = {}
     unique = {params_key(run_params(c)): c for c in aligns}  # a grid point may repeat a named run
     for config in unique.values():
@@ -320,8 +336,10 @@ def page_configs(**params) -> tuple[CompressConfig, AlignConfig]:
     return compress, base
 
 
-def describe_scale(base: AlignConfig, suite: str) -> str:
-    """The scale and deviations line every Paper 3 page prints under its results."""
+def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> str:
+    """The scale and deviations line every Paper 3 page prints under its results, built from the configs
+    (``contrastive``: also how the contrastive baselines are trained)."""
+    from repro.autoregembed import seen_indices, split_align
     from repro.tasks import describe_suite
 
     compress = base.compress
@@ -329,16 +347,25 @@ def describe_scale(base: AlignConfig, suite: str) -> str:
               f"encoder input <= {compress.max_length} tokens, target <= {compress.target_max_length}), lr "
               f"{compress.lr}, gradient norm clipped at {compress.max_grad_norm}. " if compress is not None
               else "No stage 1. ")
-    return (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
-            f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} SNLI triplets "
-            f"({'all' if not base.train_examples else base.train_examples} training triplets), lr {base.lr} "
-            f"({base.warmup_steps} warm-up steps, {base.schedule}, gradient norm clipped at {base.max_grad_norm}), "
-            f"beta {base.beta}, tau {base.temperature}, seed {base.seed}. Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
-            "a 135M backbone instead of LLaMA2-7B, SNLI triplets instead of 50k MEDI-NLI, T0/self-instruct instead "
-            "of PWC for stage 1, a few hundred steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "
-            "2e-5 a few hundred steps barely lower the reconstruction loss, at 5e-4 it diverges: "
-            "scripts/p3_stage1_lr_probe.py), MS MARCO and SCIDOCS are not offline (SciFact and NFCorpus "
-            "instead).")
+    train_rows, _ = split_align(base)
+    drawn = len(seen_indices(len(train_rows), base))
+    line = (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
+            f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} SNLI triplets ({drawn} distinct "
+            f"of {len(train_rows)} training triplets drawn), lr {base.lr} ({base.warmup_steps} warm-up steps, "
+            f"{base.schedule}, gradient norm clipped at {base.max_grad_norm}), beta {base.beta}, tau "
+            f"{base.temperature}, seed {base.seed}. ")
+    if contrastive and base.data == "nli":
+        t = contrastive_config(next(iter(CONTRASTIVE)), base)
+        line += (f"Contrastive baselines: the same triplets, steps, batch size and seed, but LoRA (r {t.lora_r}) "
+                 f"instead of full fine-tuning, lr {t.lr}, {t.warmup_steps} warm-up steps, {getattr(t, 'schedule', 'linear')} "
+                 f"schedule, InfoNCE at temperature {t.temperature} (Paper 1's trainer). ")
+    return line + (
+        f"Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
+        f"{base.backbone} instead of LLaMA2-7B, SNLI triplets instead of 50k MEDI-NLI, T0/self-instruct instead "
+        "of PWC for stage 1, steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "
+        "2e-5 a few hundred steps barely lower the reconstruction loss, at 5e-4 it diverges: "
+        "scripts/p3_stage1_lr_probe.py), MS MARCO and SCIDOCS are not offline (SciFact and NFCorpus "
+        "instead).")
 
 
 def steps_for(examples: int, epochs: float, batch_size: int) -> int:
@@ -406,9 +433,31 @@ def data_efficiency_configs(base: AlignConfig, sizes: Sequence[int], seeds: Sequ
                             epochs: float) -> dict[tuple[int, int], AlignConfig]:
     """(training-set size, seed) -> the stage-2 configuration: ``epochs`` passes over the seeded subset of
     ``size`` triplets (steps = epochs x size / batch); stage 1 is shared (trained once, its own seed)."""
+    for name, values in (("sizes", sizes), ("seeds", seeds)):
+        if not values or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+            raise ValueError(f"{name} must be a non-empty list of integers, got {values!r}")
+        if len(set(values)) != len(values):
+            raise ValueError(f"{name} has duplicates: {values!r}")
+    if min(sizes) < 1:  # 0 would mean "every triplet" to the training config
+        raise ValueError(f"sizes must be positive (a number of training triplets), got {sizes!r}")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not epochs > 0:
+        raise ValueError(f"epochs must be a positive number, got {epochs!r}")
     return {(size, seed): AlignConfig(**(vars(base) | {"train_examples": size, "seed": seed,
                                                        "steps": steps_for(size, epochs, base.batch_size)}))
             for size in sizes for seed in seeds}
+
+
+def data_efficiency_schedule(base: AlignConfig, sizes: Sequence[int], epochs: float) -> pd.DataFrame:
+    """Per training-set size: the optimizer steps every method takes and whether the warm-up ends within them
+    (with fewer steps than warm-up steps the learning rate never reaches its peak, for every method alike; the
+    warm-up is linear from 0 at step 0, as transformers' schedulers do)."""
+    rows = []
+    for size in sizes:
+        steps = steps_for(size, epochs, base.batch_size)
+        rows.append({"training triplets": size, "steps": steps, "warm-up steps": base.warmup_steps,
+                     "peak lr reached": steps > base.warmup_steps,
+                     "highest lr used / peak": min(1.0, (steps - 1) / base.warmup_steps) if base.warmup_steps else 1.0})
+    return pd.DataFrame(rows).set_index("training triplets")
 
 
 def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int], epochs: float,
@@ -436,7 +485,8 @@ REFERENCES = [*UNTRAINED, "compression only"]  # methods that train on no triple
 def data_efficiency_references(base: AlignConfig, references: Sequence[str], suite: str = "compact",
                                tasks: Sequence[str] | None = None, recompute: bool = False) -> pd.Series:
     """STS average of each reference method (trained on no triplet: the untrained backbone's methods and
-    compression only, i.e. AutoRegEmbed before stage 2) on the data-efficiency page's tasks, by label."""
+    compression only, i.e. AutoRegEmbed before stage 2) on the data-efficiency page's tasks, by label.
+    ``.attrs["compression only weights"]``: the digest of the weights compression only was scored from."""
     unknown = set(references) - set(REFERENCES)
     if unknown:
         raise ValueError(f"unknown reference(s) {sorted(unknown)}; valid: {', '.join(REFERENCES)}")
@@ -446,8 +496,12 @@ def data_efficiency_references(base: AlignConfig, references: Sequence[str], sui
         return pd.Series(dtype=float, name="STS average")
     scores = method_scores(base, suite, list(tasks) if tasks is not None else STS_TASKS, references,
                            recompute=recompute)
-    return pd.Series({label: sts_average(scores[scores.method == label]) for label in references},
-                     name="STS average")
+    series = pd.Series({label: sts_average(scores[scores.method == label]) for label in references},
+                       name="STS average")
+    if "compression only" in references:
+        series.attrs["compression only weights"] = scores.loc[scores.method == "compression only",
+                                                              "weights_sha256"].iloc[0]
+    return series
 
 
 def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float],
@@ -505,6 +559,19 @@ PAPER_PARETO = [  # (model, training examples, STS average)
     ("LLM2Vec-Mistral (unsupervised)", 160_000, 78.50),
     ("LLM2Vec-Mistral (supervised)", 544_000, 84.01),
 ]
+
+
+PAPER_PARETO_SOURCE = ("quoted from the AutoRegEmbed paper's Figure 1 (arXiv 2502.11401): STS average over its 10 STS "
+                       "datasets, 7B-scale models; AutoRegEmbed's training examples include its 16,382 stage-1 (PwC) "
+                       "examples")
+
+
+def pareto_front(points: pd.DataFrame, x: str = "examples", y: str = "STS average") -> pd.Series:
+    """True for the points no other point dominates (no more training examples and a higher STS average, or
+    fewer examples and no lower average)."""
+    xs, ys = points[x].to_numpy(), points[y].to_numpy()
+    return pd.Series([not any((xs <= xs[i]) & (ys >= ys[i]) & ((xs < xs[i]) | (ys > ys[i])))
+                      for i in range(len(points))], index=points.index)
 
 
 def config_from_arguments(args: dict) -> CompressConfig | AlignConfig:

@@ -14,15 +14,26 @@ def check_params(**specs) -> None:
         if value is None and allow_none:
             continue
         if isinstance(expected, tuple) and len(expected) == 2 and expected[0] is list:
-            if not isinstance(value, list) or not all(isinstance(v, expected[1]) for v in value):
-                raise TypeError(f"parameter '{name}' must be a list of {expected[1].__name__}, got {value!r} "
+            item = expected[1]
+            if not isinstance(value, list) or not all(isinstance(v, item) and not _bool_for_number(v, item)
+                                                      for v in value):
+                raise TypeError(f"parameter '{name}' must be a list of {_type_names(item)}, got {value!r} "
                                 f"(papermill: -p {name} '[\"a\", \"b\"]' or -y '{name}: [a, b]')")
             continue
-        if isinstance(value, bool) and expected is int:
-            raise TypeError(f"parameter '{name}' must be an integer, got {value!r}")
+        if _bool_for_number(value, expected):
+            raise TypeError(f"parameter '{name}' must be {_type_names(expected)}, got {value!r}")
         if not isinstance(value, expected):
-            names = expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
-            raise TypeError(f"parameter '{name}' must be {names}, got {type(value).__name__} {value!r}")
+            raise TypeError(f"parameter '{name}' must be {_type_names(expected)}, got {type(value).__name__} {value!r}")
+
+
+def _type_names(expected) -> str:
+    return expected.__name__ if isinstance(expected, type) else " or ".join(t.__name__ for t in expected)
+
+
+def _bool_for_number(value, expected) -> bool:
+    """True/False where a number is expected (bool is an int subclass, so isinstance would let it through)."""
+    types = expected if isinstance(expected, tuple) else (expected,)
+    return isinstance(value, bool) and bool not in types and any(t in (int, float) for t in types)
 
 
 def quiet() -> None:

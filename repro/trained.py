@@ -152,7 +152,7 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
         stale = recompute_stale and (load_result(experiment, params) or {}).get("weights_sha256") != state["weights"]
         record = load_or_compute(experiment, params, compute, recompute=recompute or stale)
         digests.add(record.get("weights_sha256"))
-        frames.append(pd.DataFrame(record["rows"]))
+        frames.append(pd.DataFrame(record["rows"]).assign(weights_sha256=record.get("weights_sha256")))
         if progress:
             print(f"{label} {name}: {frames[-1]['main_score'].mean():.4f}", flush=True)
     if len(digests) > 1:  # e.g. weights lost and retrained: never mix two trainings in one table

@@ -216,6 +216,8 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     start = ar.encoder_digest(stage1_model)
     assert ex.stage1_provenance([config]) == ("All 1 stored stage-2 runs start from the same stage-1 weights "
                                               f"(sha256 {start}).")
+    assert ex.stage1_provenance([config], scored_stage1=start).endswith(f"from those same weights ({start}).")
+    assert "other stage-1 weights" in ex.stage1_provenance([config], scored_stage1="f" * 16)
     other = _align(tiny_dir, config.compress, steps=1, checkpoint_every=5)
     ex.ensure_trained(other, progress=False)
     (record,) = [r for r in all_results(ex.RUNS_EXPERIMENT) if r["params"]["config"]["steps"] == 1]
@@ -234,6 +236,7 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     assert list(prompteol["method"]) == ["PromptEOL"]
     assert flat["PromptEOL"] == pytest.approx(ex.sts_average(prompteol))
     assert np.isfinite(flat["compression only"])
+    assert flat.attrs["compression only weights"] == start  # the stage 1 the stage-2 run started from
     with pytest.raises(ValueError, match="unknown reference"):
         ex.data_efficiency_references(config, ["AutoRegEmbed"], "smoke", ["STSBenchmark"])
     with pytest.raises(ValueError, match="unknown untrained"):
@@ -329,3 +332,47 @@ def test_stage1_data_profile_counts_the_examples_stage_1_draws(smollm2):
     shares = profile[[k for k in profile.index if k.startswith(("targets", "inputs"))]]
     assert ((shares >= 0) & (shares <= 1)).all()
     assert profile["inputs cut (longer than the input limit)"] > 0  # 32 tokens cut most instruction contexts
+
+
+def test_page_parameter_checks_name_every_allowed_type_and_refuse_bools_for_numbers():
+    from repro.notebook import check_params
+
+    check_params(temperatures=([0.05, 1], (list, (int, float))), epochs=(1.0, (int, float)))
+    with pytest.raises(TypeError, match="list of int or float"):
+        check_params(temperatures=([0.05, "hot"], (list, (int, float))))
+    with pytest.raises(TypeError, match="list of int"):
+        check_params(sizes=([64, True], (list, int)))
+    with pytest.raises(TypeError, match="must be int or float"):
+        check_params(epochs=(True, (int, float)))
+
+
+def test_data_efficiency_sizes_seeds_and_epochs_are_checked():
+    from repro.autoreg_experiments import data_efficiency_configs
+
+    base = AlignConfig(compress=None, backbone="x", batch_size=8)
+    configs = data_efficiency_configs(base, [64, 128], [0, 1], 1.0)
+    assert configs[128, 1].steps == 16 and configs[64, 0].train_examples == 64
+    for sizes, seeds, epochs in (([0, 64], [0], 1.0), ([64, 64], [0], 1.0), ([64], [], 1.0), ([64], [0], 0),
+                                 ([64], [True], 1.0), ([64.0], [0], 1.0)):
+        with pytest.raises(ValueError, match="sizes|seeds|epochs"):
+            data_efficiency_configs(base, sizes, seeds, epochs)
+
+
+def test_data_efficiency_schedule_flags_runs_shorter_than_their_warm_up():
+    from transformers import get_scheduler
+
+    from repro.autoreg_experiments import data_efficiency_schedule
+
+    table = data_efficiency_schedule(AlignConfig(compress=None, backbone="x", batch_size=8, warmup_steps=10),
+                                     [64, 1024], 1.0)
+    assert table.loc[64, "steps"] == 8 and not table.loc[64, "peak lr reached"]
+    assert table.loc[1024, "peak lr reached"] and table.loc[1024, "highest lr used / peak"] == 1.0
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.AdamW([param], lr=1.0)
+    scheduler = get_scheduler("cosine", optimizer, 10, 8)
+    used = []
+    for _ in range(8):
+        used.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert max(used) == pytest.approx(table.loc[64, "highest lr used / peak"])

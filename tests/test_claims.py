@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.autoreg_claims import (ablation_claims, best_contrastive, data_efficiency_claims, headline_table,
-                                  memory_claim, not_reproduced, table_claims)
+from repro.autoreg_claims import (ablation_claims, best_contrastive, data_efficiency_claims,
+                                  data_efficiency_differences, headline_table, memory_claim, not_reproduced,
+                                  table_claims)
 from repro.model_comparison import claim_verdict, claims_table
 
 
@@ -77,6 +78,10 @@ def test_data_efficiency_tests_alignment_against_the_compression_only_line():
     assert below["paired"] == 10 and below["verdict at our scale"] == "contradicted"
     assert below["mean second"] == pytest.approx(50.0)
     assert len(data_efficiency_claims(pd.DataFrame(rows), references=references.drop("compression only"))) == 1
+    per_size = data_efficiency_differences(pd.DataFrame(rows), references=references)
+    assert per_size.loc[("compression only", 64), "seeds"] == 2
+    assert per_size.loc[("compression only", 64), "mean difference"] == pytest.approx(50 + 0.6 + 0.05 - 4 - 50)
+    assert per_size.loc[("mean, in-batch", 1024), "smallest"] == pytest.approx(-4)
 
 
 def test_ablation_claims_quote_the_paper_and_skip_the_temperature_grid():
@@ -161,3 +166,10 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
         autoreg_training_curves({"not trained": missing})
     with pytest.raises(ValueError, match="rolling"):
         autoreg_training_curves({"stage 1": compress}, rolling=0)
+
+
+def test_pareto_front_keeps_only_undominated_points():
+    from repro.autoreg_experiments import pareto_front
+
+    points = pd.DataFrame({"examples": [64, 128, 256, 256, 1024], "STS average": [50.0, 49.0, 55.0, 54.0, 55.0]})
+    assert pareto_front(points).tolist() == [True, False, True, False, False]

@@ -6,7 +6,7 @@ import pytest
 
 from repro.autoreg_claims import (ablation_claims, best_contrastive, data_efficiency_claims,
                                   data_efficiency_differences, headline_table, memory_claim, not_reproduced,
-                                  table_claims)
+                                  table_claims, with_adjusted_p)
 from repro.model_comparison import claim_verdict, claims_table
 
 
@@ -38,6 +38,7 @@ def test_two_datasets_are_untestable_not_a_verdict():
     wide = scores({"a": [60.0, 70.0], "b": [50.0, 60.0]}, categories=("Retrieval", "Retrieval"))
     row = claims_table(wide, [("a beats b", "a", "b", "Retrieval", "better")]).iloc[0]
     assert row["verdict at our scale"] == "untestable" and row["paired"] == 2
+    assert row["95% CI (bootstrap)"].startswith("n/a")  # no interval from a bootstrap over 2 units
 
 
 def test_paper3_tables_claims_pick_the_best_contrastive_baseline_and_list_what_failed():
@@ -88,8 +89,12 @@ def test_ablation_claims_quote_the_paper_and_skip_the_temperature_grid():
     rng = np.random.default_rng(2)
     base = rng.uniform(40, 60, 8)
     wide = scores({"full (Eq. 2, sigmoid)": base, "KL divergence": base - 3 - rng.uniform(0, 1, 8),
-                   "tanh": base + rng.normal(0, 1, 8), "tau=0.05, beta=0.1": base})
+                   "tanh": base + rng.normal(0, 1, 8), "tau=0.05, beta=0.1": base,
+                   "reference added (official code)": base + 2 + rng.uniform(0, 1, 8)})
     claims = ablation_claims(wide).set_index("comparison")
+    code = claims.loc["reference added (official code) vs full (Eq. 2, sigmoid)"]
+    assert "not test it" in code["claim (paper)"] and code["verdict at our scale"] == "contradicted"  # it does better
+    claims = claims.drop(code.name)
     assert list(claims.index) == ["KL divergence vs full (Eq. 2, sigmoid)", "tanh vs full (Eq. 2, sigmoid)"]
     assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "verdict at our scale"] == "supported"
     assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "paper (quoted STS average)"] == 79.82
@@ -101,10 +106,13 @@ def test_memory_claim_is_supported_only_if_alignment_is_lighter_at_every_batch_s
                           for o, b, mb in [("align", 4, 90), ("contrastive", 4, 100), ("align", 8, 210),
                                            ("contrastive", 8, 200)]])
     claim = memory_claim(costs)
-    assert claim["memory align / contrastive"] == [0.9, 1.05] and claim["verdict at our scale"] == "not supported"
+    assert claim["memory align / contrastive"] == [0.9, 1.05] and claim["verdict at our scale"] == "does not hold (measured)"
     costs.loc[costs.objective == "align", "peak_mb_above_model"] = 50
-    assert memory_claim(costs)["verdict at our scale"] == "supported"
+    assert memory_claim(costs)["verdict at our scale"] == "holds (measured)"
     costs.loc[0, "peak_mb_above_model"] = np.nan  # a failed measurement is not a verdict
+    assert memory_claim(costs)["verdict at our scale"] == "missing results"
+    costs.loc[0, "peak_mb_above_model"] = 90
+    costs.loc[costs.objective == "contrastive", "peak_mb_above_model"] = 0  # a zero baseline: ratio inf, not a result
     assert memory_claim(costs)["verdict at our scale"] == "missing results"
 
 
@@ -173,3 +181,15 @@ def test_pareto_front_keeps_only_undominated_points():
 
     points = pd.DataFrame({"examples": [64, 128, 256, 256, 1024], "STS average": [50.0, 49.0, 55.0, 54.0, 55.0]})
     assert pareto_front(points).tolist() == [True, False, True, False, False]
+
+
+def test_adjusted_p_values_cover_only_the_tested_rows():
+    from scipy.stats import false_discovery_control
+
+    claims = pd.DataFrame({"p (Wilcoxon)": [0.01, 0.04, 0.5, 0.3],
+                           "verdict at our scale": ["supported", "contradicted", "untestable",
+                                                    "not supported (no significant difference)"]})
+    adjusted = with_adjusted_p(claims)["p (BH-adjusted)"]
+    assert np.isnan(adjusted[2])
+    np.testing.assert_allclose(adjusted[[0, 1, 3]], false_discovery_control([0.01, 0.04, 0.3]))
+    assert (adjusted[[0, 1, 3]].to_numpy() >= claims["p (Wilcoxon)"][[0, 1, 3]].to_numpy()).all()

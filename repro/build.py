@@ -189,7 +189,6 @@ def parse_override(text: str) -> tuple[str, object]:
 # standard build renders them as a notice with the command that computes them, instead of silently
 # starting hours of training; `--compute-pending` (or --only NAME) executes them for real.
 PENDING: dict[str, str] = {
-    "p3_data_efficiency": "the data-efficiency runs (sizes x seeds x methods) have not been trained yet",
     "p3_ablations": "the ablation runs have not been trained at the standard budget yet",
     "p3_summary": "it summarises the Paper 3 pages above, whose standard-scale runs are not all trained yet",
 }

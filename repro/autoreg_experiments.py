@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -28,6 +28,7 @@ from repro.evaluate import CosineSimilarity, _model_meta, _texts_from
 from repro.lanes import in_lane_order
 from repro.results import load_or_compute, load_result, params_key
 from repro.tasks import STS_TASKS
+from repro.train import config_identity
 from repro.trained import evaluate_per_task, runs_dir, train_run_once
 
 if TYPE_CHECKING:
@@ -49,12 +50,12 @@ def stage_of(config: CompressConfig | AlignConfig) -> str:
 
 def run_folder(config: CompressConfig | AlignConfig) -> Path:
     short = Path(config.backbone).name if "/" in config.backbone else config.backbone
-    return runs_dir() / f"{short}-ar-{stage_of(config)}-{params_key(asdict(config)).rsplit('-', 1)[-1]}"
+    return runs_dir() / f"{short}-ar-{stage_of(config)}-{params_key(config_identity(config)).rsplit('-', 1)[-1]}"
 
 
 def run_params(config: CompressConfig | AlignConfig) -> dict:
     """The key of a run's stored training summary in ``results/autoreg_runs/``."""
-    return {"stage": stage_of(config), "config": asdict(config)}
+    return {"stage": stage_of(config), "config": config_identity(config)}
 
 
 def ensure_trained(config: CompressConfig | AlignConfig, progress: bool = True) -> tuple[Path, dict]:
@@ -91,16 +92,18 @@ def uninformative_reconstruction(compress: CompressConfig, recompute: bool = Fal
     """Stage 1's reference line: the held-out reconstruction loss (the same ``validation_examples`` rows the
     run validates on) of the frozen decoder given an uninformative memory, the untrained model's compression
     tokens for every text (:func:`repro.autoregembed.validation_reconstruction`); stored."""
-    from repro.autoregembed import TextIds, build_autoreg, read_instructions, validation_reconstruction
+    from repro.autoregembed import TextIds, build_autoreg, read_stage1, validation_reconstruction
 
     params = {"backbone": compress.backbone, "compression_tokens": compress.compression_tokens,
               "max_length": compress.max_length, "target_max_length": compress.target_max_length,
               "validation_examples": compress.validation_examples}  # the untrained tokens do not depend on the seed
+    if compress.data != "instruction":  # (the instruction sets' key predates the setting)
+        params["data"] = compress.data
 
     def compute():
         model = build_autoreg(compress)
         texts = TextIds(model.backbone.tokenizer, compress.max_length, compress.target_max_length)
-        loss = validation_reconstruction(model, texts, read_instructions()[:compress.validation_examples],
+        loss = validation_reconstruction(model, texts, read_stage1(compress.data)[:compress.validation_examples],
                                          informative=False)
         return pd.DataFrame([{"validation_loss": loss}]), {}, {}
 
@@ -114,10 +117,10 @@ def stage1_data_profile(compress: CompressConfig) -> pd.Series:
     memory that carries little of the text."""
     import numpy as np
 
-    from repro.autoregembed import read_instructions, seen_indices
+    from repro.autoregembed import read_stage1, seen_indices
     from repro.backbones import load_backbone
 
-    rows = read_instructions()[compress.validation_examples:]
+    rows = read_stage1(compress.data)[compress.validation_examples:]
     seen = [rows[i] for i in seen_indices(len(rows), compress)]
     tok = load_backbone(compress.backbone).tokenizer
     target = np.array([len(tok(r["output"], add_special_tokens=False).input_ids) for r in seen])
@@ -162,7 +165,7 @@ def evaluate_autoreg(config: CompressConfig | AlignConfig, suite: str = "compact
         return AutoRegEncoder(model, eval_max_length, config.target_max_length, instruction,
                               label=f"autoregembed-{stage}"), encoder_digest(model)
 
-    identity = {"stage": stage, "config": asdict(config), "eval_max_length": eval_max_length}
+    identity = {"stage": stage, "config": config_identity(config), "eval_max_length": eval_max_length}
     frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_encoder, progress, recompute,
                               label=f"AutoRegEmbed {stage}")
     return frame.assign(stage=stage)
@@ -312,7 +315,7 @@ def ablation_config(label: str, base: AlignConfig) -> AlignConfig:
 
 PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their types (papermill -p checks)
     "profile": str, "backbone": str, "suite": str, "finetune": str, "compress_steps": int, "compress_max_length": int,
-    "compress_lr": float, "align_steps": int, "align_lr": float, "warmup_steps": int, "batch_size": int,
+    "compress_lr": float, "compress_data": str, "align_steps": int, "align_lr": float, "warmup_steps": int, "batch_size": int,
     "train_examples": int, "validation_examples": int, "validation_sts_pairs": int, "validation_triplets": int, "seed": int,
     "recompute": bool}
 
@@ -328,12 +331,17 @@ def page_configs(**params) -> tuple[CompressConfig, AlignConfig]:
     p = params
     compress = CompressConfig(backbone=p["backbone"], finetune=p["finetune"], steps=p["compress_steps"],
                               batch_size=p["batch_size"], lr=p["compress_lr"], max_length=p["compress_max_length"],
-                              validation_examples=p["validation_examples"], warmup_steps=p["warmup_steps"])
+                              validation_examples=p["validation_examples"], warmup_steps=p["warmup_steps"],
+                              data=p["compress_data"])
     base = AlignConfig(compress=compress, backbone=p["backbone"], finetune=p["finetune"], steps=p["align_steps"],
                        batch_size=p["batch_size"], lr=p["align_lr"], train_examples=p["train_examples"], seed=p["seed"],
                        validation_sts_pairs=p["validation_sts_pairs"], validation_triplets=p["validation_triplets"],
                        warmup_steps=p["warmup_steps"])
     return compress, base
+
+
+STAGE1_DESCRIPTION = {"instruction": "instruction examples (T0 + self-instruct, ",
+                      "autoencode": "Wikipedia paragraphs, autoencoded (WikiText-2; target = the paragraph's start, "}
 
 
 def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> str:
@@ -343,14 +351,15 @@ def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> s
     from repro.tasks import describe_suite
 
     compress = base.compress
-    stage1 = (f"Stage 1: {compress.steps} steps x {compress.batch_size} instruction examples (T0 + self-instruct, "
+    stage1 = (f"Stage 1: {compress.steps} steps x {compress.batch_size} " + STAGE1_DESCRIPTION[compress.data] +
               f"encoder input <= {compress.max_length} tokens, target <= {compress.target_max_length}), lr "
               f"{compress.lr}, gradient norm clipped at {compress.max_grad_norm}. " if compress is not None
               else "No stage 1. ")
     train_rows, _ = split_align(base)
     drawn = len(seen_indices(len(train_rows), base))
     line = (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
-            f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} SNLI triplets ({drawn} distinct "
+            f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} "
+            f"{'SNLI' if base.data == 'nli' else 'MEDI-NLI'} triplets ({drawn} distinct "
             f"of {len(train_rows)} training triplets drawn), lr {base.lr} ({base.warmup_steps} warm-up steps, "
             f"{base.schedule}, gradient norm clipped at {base.max_grad_norm}), beta {base.beta}, tau "
             f"{base.temperature}, seed {base.seed}. ")
@@ -361,8 +370,10 @@ def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> s
                  f"schedule, InfoNCE at temperature {t.temperature} (Paper 1's trainer). ")
     return line + (
         f"Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
-        f"{base.backbone} instead of LLaMA2-7B, SNLI triplets instead of 50k MEDI-NLI, T0/self-instruct instead "
-        "of PWC for stage 1, steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "
+        f"{base.backbone} instead of LLaMA2-7B, "
+        f"{'SNLI triplets' if base.data == 'nli' else 'a sample of MEDI-NLI'} instead of 50k MEDI-NLI triplets, "
+        f"{'T0/self-instruct' if compress is None or compress.data == 'instruction' else 'WikiText-2 autoencoding'} "
+        "instead of PWC for stage 1, steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "
         "2e-5 a few hundred steps barely lower the reconstruction loss, at 5e-4 it diverges: "
         "scripts/p3_stage1_lr_probe.py), MS MARCO and SCIDOCS are not offline (SciFact and NFCorpus "
         "instead).")

@@ -32,7 +32,7 @@ import json
 import random
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 import torch
@@ -45,8 +45,8 @@ from repro.encode import EncodeConfig, Tokenizer, _batches, _eos_id, _pad_id
 from repro.fingerprint import weights_digest
 from repro.paths import data_dir
 from repro.prompts import get_prompt
-from repro.train import (LORA_TARGETS, batch_indices, make_accelerator, pad_right, read_triplets, run_training,
-                         subset, validation_sts)
+from repro.train import (LORA_TARGETS, batch_indices, config_identity, make_accelerator, pad_right, read_triplets,
+                         run_training, subset, validation_sts)
 
 INSTRUCTION_FILES = (
     "train/instruction/t0_train_50k_one_template_per_dataset.jsonl",
@@ -54,6 +54,10 @@ INSTRUCTION_FILES = (
     "train/instruction/self_instruct_user_oriented_instructions.jsonl",
 )
 ALIGN_DATA = {"nli": "nli", "medi-nli": "medi-nli"}
+# stage 1: "instruction" = context + instruction -> the answer (T0, self-instruct); "autoencode" = a Wikipedia
+# paragraph -> its own first tokens (ICAE-style autoencoding: the memory must carry the text itself)
+STAGE1_DATA = ("instruction", "autoencode")
+AUTOENCODE_FILE = "train/unsup_text/wikitext2_raw_test_paragraphs.jsonl"
 FINETUNE = ("full", "lora")
 SQUASH = ("sigmoid", "tanh", "logsigmoid")
 DIVERGENCE = ("logprob", "kl", "js")
@@ -95,10 +99,18 @@ class CompressConfig(StageConfig):
     """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
     model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
 
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data",)
+
     steps: int = 200
     lr: float = 1e-4
     max_length: int = 160  # context + instruction
     validation_examples: int = 64
+    data: str = "instruction"  # STAGE1_DATA: the instruction sets (the issue's) or autoencoding Wikipedia paragraphs
+
+    def __post_init__(self):
+        _check_common(self)
+        if self.data not in STAGE1_DATA:
+            raise ValueError(f"unknown stage-1 data '{self.data}'; valid: {', '.join(STAGE1_DATA)}")
 
 
 @dataclass
@@ -177,6 +189,23 @@ def read_instructions() -> list[dict]:
                     rows.append({"context": instance["input"], "instruction": item["instruction"],
                                  "output": instance["output"]})
     rows = [r for r in rows if r["output"].strip()]
+    random.Random(0).shuffle(rows)
+    return rows
+
+
+def read_stage1(data: str = "instruction") -> list[dict]:
+    """Stage-1 examples ``{context, instruction, output}`` of ``data`` (:data:`STAGE1_DATA`), shuffled with a
+    fixed seed (the first ``validation_examples`` are held out)."""
+    if data == "instruction":
+        return read_instructions()
+    if data != "autoencode":
+        raise ValueError(f"unknown stage-1 data '{data}'; valid: {', '.join(STAGE1_DATA)}")
+    path = data_dir() / AUTOENCODE_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found")
+    with open(path) as handle:
+        texts = [json.loads(line)["text"] for line in handle if line.strip()]
+    rows = [{"context": t, "instruction": "", "output": t} for t in texts if t.strip()]
     random.Random(0).shuffle(rows)
     return rows
 
@@ -564,7 +593,7 @@ def train_compression(config: CompressConfig, output: str | Path, progress: bool
     accelerator = make_accelerator()
     model = build_autoreg(config, device=str(accelerator.device))
     texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
-    rows = read_instructions()
+    rows = read_stage1(config.data)
     held, train_rows = rows[:config.validation_examples], rows[config.validation_examples:]
     _check_divisible(config.batch_size, accelerator.num_processes)
 
@@ -603,12 +632,13 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
     else:
         seen = seen_indices(len(train_rows), config)
         scores = reference_scores(model, texts, [train_rows[i] for i in seen], config)
-        reference = {"config": asdict(config), "index": seen, "scores": scores, "initial_digest": initial_digest}
+        reference = {"config": config_identity(config), "index": seen, "scores": scores,
+                     "initial_digest": initial_digest}
         if accelerator.is_main_process:
             output.mkdir(parents=True, exist_ok=True)
             with atomic_path(reference_file) as tmp:
                 torch.save(reference, tmp)
-    if reference["config"] != asdict(config):
+    if reference["config"] != config_identity(config):
         raise ValueError(f"{reference_file} belongs to another configuration; use a new output folder")
     if reference.get("initial_digest", initial_digest) != initial_digest:  # (files of before the digest: unchecked)
         raise ValueError(f"{reference_file} was computed from other stage-1 weights (sha256 "

@@ -275,7 +275,7 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
     from repro.autoreg_experiments import describe_scale, page_configs
 
     good = dict(profile="smoke", backbone="smollm2-135m", suite="smoke", tasks=None, finetune="full",
-                compress_steps=3, compress_max_length=64, compress_lr=5e-4, align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
+                compress_steps=3, compress_max_length=64, compress_lr=5e-4, compress_data="instruction", align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
                 train_examples=8, validation_examples=4, validation_sts_pairs=8, validation_triplets=8, seed=1,
                 recompute=False)
     compress, base = page_configs(**good)
@@ -283,7 +283,7 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
     assert base.compress == compress
     line = describe_scale(base, "smoke")
     assert "Stage 1: 3 steps x 2" in line and "Stage 2: 2 steps x 2" in line and "'smoke' suite" in line
-    for bad in (dict(align_lr="fast"), dict(batch_size=2.5), dict(tasks="STS12")):
+    for bad in (dict(align_lr="fast"), dict(batch_size=2.5), dict(tasks="STS12"), dict(compress_data=1)):
         with pytest.raises(TypeError, match="must be"):
             page_configs(**(good | bad))
     with pytest.raises(TypeError, match="missing page parameters: seed"):
@@ -376,3 +376,42 @@ def test_data_efficiency_schedule_flags_runs_shorter_than_their_warm_up():
         optimizer.step()
         scheduler.step()
     assert max(used) == pytest.approx(table.loc[64, "highest lr used / peak"])
+
+
+def test_adding_the_stage1_data_setting_keeps_the_keys_of_the_committed_runs():
+    from pathlib import Path
+
+    from repro.autoreg_experiments import page_configs, run_params
+    from repro.build import page_parameters
+    from repro.results import params_key
+
+    committed = Path(__file__).resolve().parent.parent / "results" / "autoreg_runs"
+    for page in ("p3_tables", "p3_data_efficiency"):
+        params = page_parameters(page, "standard")
+        compress, base = page_configs(**{k: params[k] for k in PAGE_KEYS} | {"recompute": False})
+        for config in (compress, base):  # stored before the setting existed: the same key now
+            assert (committed / f"{params_key(run_params(config))}.json").is_file(), (page, config)
+        autoencode = CompressConfig(**(vars(compress) | {"data": "autoencode"}))
+        assert params_key(run_params(autoencode)) != params_key(run_params(compress))
+        assert run_params(AlignConfig(**(vars(base) | {"compress": autoencode})))["config"]["compress"]["data"] == \
+            "autoencode"
+
+
+PAGE_KEYS = ("profile", "backbone", "suite", "finetune", "compress_steps", "compress_max_length", "compress_lr",
+             "compress_data", "align_steps", "align_lr", "warmup_steps", "batch_size", "train_examples",
+             "validation_examples", "validation_sts_pairs", "validation_triplets", "seed")
+
+
+def test_stage1_can_autoencode_wikipedia_paragraphs(tiny_dir, tmp_path):
+    rows = ar.read_stage1("autoencode")
+    assert len(rows) > 1000 and all(r["output"] == r["context"] and not r["instruction"] for r in rows[:50])
+    assert rows == ar.read_stage1("autoencode")  # a fixed shuffle: the same held-out paragraphs every time
+    with pytest.raises(ValueError, match="unknown stage-1 data"):
+        CompressConfig(data="books")
+    with pytest.raises(ValueError, match="unknown stage-1 data"):
+        ar.read_stage1("books")
+    config = _compress(tiny_dir, data="autoencode", steps=1)
+    run = train_compression(config, tmp_path / "c", progress=False)
+    assert run["examples_seen"] == config.batch_size and run["history"][0]["validation_loss"] > 0
+    model, loaded = load_encoder(tmp_path / "c" / "final")
+    assert loaded == config and loaded.data == "autoencode"

@@ -105,6 +105,18 @@ CODE_CHECKS = {
 }
 
 
+def seed_spread(curve: pd.DataFrame) -> pd.DataFrame:
+    """Training-seed noise, from the data-efficiency curve: per method, the spread (largest minus smallest) of
+    the STS average across seeds of one configuration (size), its median and largest over sizes. A difference
+    between two single-seed runs (Tables 1-2, the ablations) smaller than this is within seed noise: the
+    Wilcoxon over tasks does not see that variation."""
+    spread = curve.groupby(["method", "examples"])["STS average"].agg(lambda x: x.max() - x.min() if len(x) > 1
+                                                                      else float("nan"))
+    table = spread.groupby(level="method").agg(["median", "max", "count"])
+    return table.rename(columns={"median": "median seed spread", "max": "largest seed spread",
+                                 "count": "sizes"})
+
+
 def ablation_claims(wide: pd.DataFrame, full: str = FULL_VARIANT) -> pd.DataFrame:
     """Table 3 / appendices: every variant (not the temperature x beta grid) is worse than the full loss."""
     variants = [v for v in wide.columns if v != full and not str(v).startswith("tau=")]

@@ -6,7 +6,7 @@ import pytest
 
 from repro.autoreg_claims import (ablation_claims, best_contrastive, data_efficiency_claims,
                                   data_efficiency_differences, headline_table, memory_claim, not_reproduced,
-                                  table_claims, with_adjusted_p)
+                                  seed_spread, table_claims, with_adjusted_p)
 from repro.model_comparison import claim_verdict, claims_table
 
 
@@ -193,3 +193,11 @@ def test_adjusted_p_values_cover_only_the_tested_rows():
     assert np.isnan(adjusted[2])
     np.testing.assert_allclose(adjusted[[0, 1, 3]], false_discovery_control([0.01, 0.04, 0.3]))
     assert (adjusted[[0, 1, 3]].to_numpy() >= claims["p (Wilcoxon)"][[0, 1, 3]].to_numpy()).all()
+
+
+def test_seed_spread_is_the_range_across_seeds_of_one_configuration():
+    curve = pd.DataFrame([{"method": "A", "examples": n, "seed": s, "STS average": v}
+                          for n, vals in ((64, (50.0, 51.0)), (128, (52.0, 55.0))) for s, v in enumerate(vals)])
+    spread = seed_spread(curve).loc["A"]
+    assert spread["median seed spread"] == pytest.approx(2.0) and spread["largest seed spread"] == pytest.approx(3.0)
+    assert spread["sizes"] == 2

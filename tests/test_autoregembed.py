@@ -142,6 +142,7 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
     compress = _compress(tiny_dir)
     first = train_compression(compress, tmp_path / "c", progress=False)
     assert first["examples_seen"] == 12 and first["history"][0]["validation_loss"] > 0
+    assert not (tmp_path / "c" / "checkpoint").exists()  # a finished run keeps its weights, not its optimizer state
     # the gradient norm is clipped at max_grad_norm (logged before clipping) and, unclipped, is not logged
     logged = [h["grad_norm"] for h in first["history"] if "grad_norm" in h]
     assert len(logged) == compress.steps and all(n > 0 for n in logged)
@@ -177,7 +178,9 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
     with pytest.raises(KeyboardInterrupt):
         train_alignment(config, tmp_path / "killed", tmp_path / "c" / "final", progress=False)
     monkeypatch.setattr(ar, "alignment_loss_from_scores", original)
+    assert (tmp_path / "killed" / "checkpoint").is_dir()  # what a killed run resumes from
     train_alignment(config, tmp_path / "killed", tmp_path / "c" / "final", progress=False)
+    assert not (tmp_path / "killed" / "checkpoint").exists()
     resumed, _ = load_encoder(tmp_path / "killed" / "final")
     np.testing.assert_allclose(ar.embed_texts(resumed, texts, items), emb, atol=1e-5)
     with pytest.raises(ValueError, match="another configuration"):

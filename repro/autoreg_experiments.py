@@ -94,11 +94,10 @@ def uninformative_reconstruction(compress: CompressConfig, recompute: bool = Fal
     tokens for every text (:func:`repro.autoregembed.validation_reconstruction`); stored."""
     from repro.autoregembed import TextIds, build_autoreg, read_stage1, validation_reconstruction
 
-    params = {"backbone": compress.backbone, "compression_tokens": compress.compression_tokens,
-              "max_length": compress.max_length, "target_max_length": compress.target_max_length,
-              "validation_examples": compress.validation_examples}  # the untrained tokens do not depend on the seed
-    if compress.data != "instruction":  # (the instruction sets' key predates the setting)
-        params["data"] = compress.data
+    identity = config_identity(compress)  # (a setting added later is in the key only when not at its default)
+    params = {name: identity[name] for name in ("backbone", "compression_tokens", "max_length", "target_max_length",
+                                                "validation_examples", "data") if name in identity}
+    # the untrained tokens do not depend on the seed, the lr or the steps: those are not in the key
 
     def compute():
         model = build_autoreg(compress)

@@ -514,13 +514,18 @@ def data_efficiency_references(base: AlignConfig, references: Sequence[str], sui
     return series
 
 
+def grid_label(temperature: float, beta: float) -> str:
+    """The variant label of one temperature x beta cell of the ablation grid (1 and 1.0 name one cell)."""
+    return f"tau={float(temperature)}, beta={float(beta)}"
+
+
 def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float],
                      betas: Sequence[float]) -> dict[str, AlignConfig]:
     """variant label -> stage-2 configuration: the named ablations, then the temperature x beta grid."""
     configs = {label: ablation_config(label, base) for label in labels}
     for temperature in temperatures:
         for beta in betas:
-            configs[f"tau={temperature}, beta={beta}"] = AlignConfig(**(vars(base) | {"temperature": temperature,
+            configs[grid_label(temperature, beta)] = AlignConfig(**(vars(base) | {"temperature": temperature,
                                                                                        "beta": beta}))
     return configs
 

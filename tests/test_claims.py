@@ -201,3 +201,24 @@ def test_seed_spread_is_the_range_across_seeds_of_one_configuration():
     spread = seed_spread(curve).loc["A"]
     assert spread["median seed spread"] == pytest.approx(2.0) and spread["largest seed spread"] == pytest.approx(3.0)
     assert spread["sizes"] == 2
+
+
+def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees_a_flat_grid():
+    from repro.autoreg_claims import grid_claims, grid_friedman
+
+    rng = np.random.default_rng(3)
+    base = rng.uniform(40, 60, 8)
+    cells = {f"tau={t}, beta={b}": base + rng.normal(0, 0.5, 8) for t in (0.02, 0.05, 0.1) for b in (0.05, 0.1, 0.2)}
+    cells |= {f"tau=1.0, beta={b}": base - 4 - rng.uniform(0, 1, 8) for b in (0.05, 0.1, 0.2)}
+    wide = scores(cells | {"full (Eq. 2, sigmoid)": base})
+    claims = grid_claims(wide).set_index("comparison")
+    assert len(claims) == 7  # tau 0.02 and 0.1 at beta 0.1; tau 1.0 at 3 betas; beta 0.05 and 0.2 at tau 0.05
+    assert set(claims.loc[[f"tau=1.0, beta={b} vs tau=0.05, beta={b}" for b in (0.05, 0.1, 0.2)],
+                          "verdict at our scale"]) == {"supported"}
+    assert claims.loc["tau=0.02, beta=0.1 vs tau=0.05, beta=0.1", "verdict at our scale"].startswith("not supported")
+    assert claims.loc["tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "verdict at our scale"] == "supported"  # no gain
+    assert len(grid_claims(wide.drop(columns=["tau=0.05, beta=0.1"]))) == 2  # tau=1.0 vs tau=0.05 at beta 0.05, 0.2
+    flat = grid_friedman(wide.drop(columns=[c for c in wide.columns if c.startswith("tau=1.0")]))
+    assert flat["cells"] == 9 and flat["tasks"] == 8 and flat["p (Friedman)"] > 0.05
+    assert grid_friedman(wide)["p (Friedman)"] < 0.001  # the tau = 1.0 row differs
+    assert np.isnan(grid_friedman(wide[["full (Eq. 2, sigmoid)"]])["p (Friedman)"])

@@ -28,8 +28,10 @@ def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
     out = {"test": f"Wilcoxon signed-rank over {unit} (two-sided)", "n": n,
            "mean_difference": float(np.mean(diff)) if n else np.nan,
            "min_attainable_p": min_attainable_p(len(nonzero))}
-    if n == 0 or len(nonzero) == 0:
-        return out | {"statistic": np.nan, "p": 1.0 if n else np.nan, "verdict": "no difference" if n else "no data"}
+    if n == 0 or len(nonzero) == 0:  # identical scores: no difference, if n pairs could have shown one
+        verdict = ("no data" if n == 0 else "no difference" if min_attainable_p(n) <= alpha else
+                   f"untestable at n={n} (smallest possible p = {min_attainable_p(n):.3f})")
+        return out | {"statistic": np.nan, "p": 1.0 if n else np.nan, "verdict": verdict}
     res = stats.wilcoxon(a, b, alternative="two-sided")
     p = float(res.pvalue)
     ranks = stats.rankdata(np.abs(nonzero))

@@ -222,3 +222,12 @@ def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees
     assert flat["cells"] == 9 and flat["tasks"] == 8 and flat["p (Friedman)"] > 0.05
     assert grid_friedman(wide)["p (Friedman)"] < 0.001  # the tau = 1.0 row differs
     assert np.isnan(grid_friedman(wide[["full (Eq. 2, sigmoid)"]])["p (Friedman)"])
+
+
+def test_identical_scores_are_no_difference_only_where_a_difference_could_have_been_significant():
+    from repro.stats import wilcoxon_over_tasks
+
+    assert wilcoxon_over_tasks([50.0] * 8, [50.0] * 8)["verdict"] == "no difference"
+    assert wilcoxon_over_tasks([50.0], [50.0])["verdict"].startswith("untestable at n=1")
+    wide = scores({"a": [50.0], "b": [50.0]}, categories=("STS",))
+    assert claim_verdict(wide, "a beats b", "a", "b", "STS")["verdict at our scale"] == "untestable"

@@ -188,10 +188,7 @@ def parse_override(text: str) -> tuple[str, object]:
 # Pages whose standard-profile results are not committed yet (long training runs still to do). A
 # standard build renders them as a notice with the command that computes them, instead of silently
 # starting hours of training; `--compute-pending` (or --only NAME) executes them for real.
-PENDING: dict[str, str] = {
-    "p3_ablations": "the ablation runs have not been trained at the standard budget yet",
-    "p3_summary": "it summarises the Paper 3 pages above, whose standard-scale runs are not all trained yet",
-}
+PENDING: dict[str, str] = {}  # none now: every standard page's runs are committed
 
 
 def pending_page(name: str, reason: str, output_dir: Path) -> Path:

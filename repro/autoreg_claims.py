@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.autoreg_experiments import PAPER_ABLATIONS, grid_label
+from repro.autoreg_experiments import PAPER_ABLATIONS, grid_cells, grid_label
+from repro.autoregembed import AlignConfig
 from repro.model_comparison import claims_table
 
 FULL_VARIANT = "full (Eq. 2, sigmoid)"
@@ -119,14 +120,15 @@ def seed_spread(curve: pd.DataFrame) -> pd.DataFrame:
 
 def ablation_claims(wide: pd.DataFrame, full: str = FULL_VARIANT) -> pd.DataFrame:
     """Table 3 / appendices: every variant (not the temperature x beta grid) is worse than the full loss."""
-    variants = [v for v in wide.columns if v != full and not str(v).startswith("tau=")]
+    grid = grid_cells(wide.columns)
+    variants = [v for v in wide.columns if v != full and v not in grid]
     table = claims_table(wide, [CODE_CHECKS[v](v, full) if v in CODE_CHECKS else
                                 (f"'{v}' is worse than the full loss", v, full, "STS", "worse") for v in variants])
     table.insert(1, "paper (quoted STS average)", [PAPER_ABLATIONS.get(v) for v in variants])
     return table
 
 
-GRID_CHOICE = (0.05, 0.1)  # the paper's (and the book's default) temperature and beta
+GRID_CHOICE = (AlignConfig.temperature, AlignConfig.beta)  # the paper's (the book's default) temperature and beta
 
 
 def grid_claims(wide: pd.DataFrame, choice: tuple[float, float] = GRID_CHOICE) -> pd.DataFrame:
@@ -136,9 +138,9 @@ def grid_claims(wide: pd.DataFrame, choice: tuple[float, float] = GRID_CHOICE) -
     beta = 0.2 brings no gain over it (the paper: 83.04 vs 83.24; the authors keep 0.1). A cell missing from
     ``wide`` gives no row."""
     tau0, beta0 = choice
-    cells = {label for label in wide.columns if str(label).startswith("tau=")}
-    temperatures = sorted({float(c.split(",")[0].removeprefix("tau=")) for c in cells})
-    betas = sorted({float(c.split("beta=")[1]) for c in cells})
+    cells = grid_cells(wide.columns)
+    temperatures = sorted({t for t, _ in cells.values()})
+    betas = sorted({b for _, b in cells.values()})
     claims = [(f"tau={t} is worse than the paper's tau={tau0} (Appendix F; beta={beta0})", grid_label(t, beta0),
                grid_label(tau0, beta0), "STS", "worse") for t in temperatures if t not in (tau0, 1.0)]
     claims += [(f"the extreme tau=1.0 is worse than tau={tau0} (Appendix F: by 1.6 points or more; beta={b})",
@@ -156,7 +158,7 @@ def grid_friedman(wide: pd.DataFrame, category: str = "STS") -> dict:
     cells, the ``category``'s tasks as blocks (tasks every cell has)."""
     from scipy.stats import friedmanchisquare
 
-    cells = _category(wide, category)[[c for c in wide.columns if str(c).startswith("tau=")]].dropna()
+    cells = _category(wide, category)[list(grid_cells(wide.columns))].dropna()
     if cells.shape[1] < 3 or len(cells) < 2:
         return {"cells": cells.shape[1], "tasks": len(cells), "statistic": float("nan"), "p (Friedman)": float("nan")}
     statistic, p = friedmanchisquare(*(cells[c].to_numpy() for c in cells.columns))

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -517,6 +518,16 @@ def data_efficiency_references(base: AlignConfig, references: Sequence[str], sui
 def grid_label(temperature: float, beta: float) -> str:
     """The variant label of one temperature x beta cell of the ablation grid (1 and 1.0 name one cell)."""
     return f"tau={float(temperature)}, beta={float(beta)}"
+
+
+def grid_cells(labels) -> dict[str, tuple[float, float]]:
+    """The grid cells among variant ``labels`` (:func:`grid_label`'s), each with its (temperature, beta)."""
+    cells = {}
+    for label in labels:
+        match = re.fullmatch(r"tau=([0-9.e+-]+), beta=([0-9.e+-]+)", str(label))
+        if match:
+            cells[label] = (float(match[1]), float(match[2]))
+    return cells
 
 
 def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float],

@@ -244,7 +244,9 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
                 if "backbone" not in state:
                     state["backbone"] = load_backbone(backbone)
                 model = state["backbone"]
-                config = EncodeConfig(prompt=prompt, poolings=(pooling,), max_length=max_length,
+                # every pooling of this prompt from one forward (the cache then serves the other label)
+                poolings = tuple(sorted({pool for pr, pool in UNTRAINED.values() if pr == prompt}))
+                config = EncodeConfig(prompt=prompt, poolings=poolings, max_length=max_length,
                                       layers=(model.num_layers,))
                 sims: dict = {}
                 rows = evaluate_encoders([offline_task(name, suite)], [({"method": label},

@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from repro.backbones import load_backbone
-from repro.embedfilter import encode_config, nli_sentences
-from repro.encode import count_tokens, encode
-from repro.filters import make_filter, sweep_variants, unembedding_spectrum
-from repro.layerwise import task_texts
-from repro.tasks import TASKS
+from repro.core.backbones import load_backbone
+from repro.embedfilter.sweep import encode_config, nli_sentences
+from repro.core.encode import count_tokens, encode
+from repro.embedfilter.filters import make_filter, sweep_variants, unembedding_spectrum
+from repro.pooling_attention.layerwise import task_texts
+from repro.core.tasks import TASKS
 
 DEFAULT_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS17", "STSBenchmark", "SICK-R", "BIOSSES", "SciFact"]
 

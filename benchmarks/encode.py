@@ -1,7 +1,7 @@
 """Benchmark: our all-layer encoder vs the naive loop, in one process, on the same texts.
 
 Prints
-  (a) tokens/s of ``repro.encode`` (one decoder forward for all hidden states, no lm_head, length-sorted
+  (a) tokens/s of ``repro.core.encode`` (one decoder forward for all hidden states, no lm_head, length-sorted
       batches) vs a naive loop as the official repos do per-layer scoring (HF AutoModelForCausalLM with
       lm_head computed, batches in input order, one full forward per layer), and their ratio;
   (b) our tokens/s as a fraction of the roofline implied by a measured fp32 GEMM on this machine;
@@ -18,10 +18,10 @@ import time
 
 import torch
 
-from repro.backbones import load_backbone
-from repro.encode import EncodeConfig, Tokenizer, encode
-from repro.prompts import get_prompt
-from repro.tasks import read_task
+from repro.core.backbones import load_backbone
+from repro.core.encode import EncodeConfig, Tokenizer, encode
+from repro.core.prompts import get_prompt
+from repro.core.tasks import read_task
 
 
 def gemm_gflops(n: int = 1024, repeats: int = 20) -> float:

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from repro.train import Collator, TrainConfig, batch_indices, build_model, info_nce, split_triplets, trainable_parameters
+from repro.training.contrastive import Collator, TrainConfig, batch_indices, build_model, info_nce, split_triplets, trainable_parameters
 
 
 def main(argv=None):

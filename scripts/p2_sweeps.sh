@@ -16,5 +16,5 @@ for run in ${runs[@]}; do
   if [ "$prompt" != echo ]; then tasks="$tasks SciFact"; fi
   tasks=${TASKS:-$tasks}
   # stored per task: a killed sweep resumes at the first missing task
-  .venv/bin/python -m repro.embedfilter --backbone "$backbone" --prompt "$prompt" --suite "$suite" --tasks $tasks
+  .venv/bin/python -m repro.embedfilter.sweep --backbone "$backbone" --prompt "$prompt" --suite "$suite" --tasks $tasks
 done

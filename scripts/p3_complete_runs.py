@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from repro.autoreg_experiments import RUNS_EXPERIMENT, SCORES_EXPERIMENT, STS_TASKS, sts_average  # noqa: E402
-from repro.paths import results_dir  # noqa: E402
+from repro.autoregembed.experiments import RUNS_EXPERIMENT, SCORES_EXPERIMENT, STS_TASKS, sts_average  # noqa: E402
+from repro.store.paths import results_dir  # noqa: E402
 
 
 def tracked_files() -> set[str]:

@@ -1,6 +1,6 @@
 """Why the book's AutoRegEmbed stage 1 uses a learning rate far above the official code's 1e-5.
 
-Trains stage 1 (repro.autoregembed.train_compression, the real code path) for a few steps at each learning
+Trains stage 1 (repro.autoregembed.method.train_compression, the real code path) for a few steps at each learning
 rate and prints the held-out reconstruction loss (token-mean cross-entropy, nats) before and after, next to
 the loss of the same frozen decoder given an uninformative memory (the k compression-token embeddings of
 the untrained model, identical for every text): a stage 1 that learns to compress goes below that line.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 
 def main(argv=None) -> None:
-    from repro.autoreg_experiments import uninformative_reconstruction
-    from repro.autoregembed import CompressConfig, train_compression
+    from repro.autoregembed.experiments import uninformative_reconstruction
+    from repro.autoregembed.method import CompressConfig, train_compression
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backbone", default="smollm2-135m")

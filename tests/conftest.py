@@ -35,7 +35,7 @@ def tiny_tokenizer():
 def tiny_backbone(arch: str = "llama", attention: str = "causal", seed: int = 0):
     from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, Qwen2Config
 
-    from repro.backbones import Backbone
+    from repro.core.backbones import Backbone
 
     tokenizer = tiny_tokenizer()
     common = dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=3,
@@ -63,7 +63,7 @@ def _isolated_dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("REPRO_STATES_DIR", str(tmp_path / "states"))
     monkeypatch.setenv("REPRO_RUNS_DIR", str(tmp_path / "runs"))
-    from repro import encode
+    from repro.core import encode
 
     encode._MEMO.clear()
 
@@ -71,7 +71,7 @@ def _isolated_dirs(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def smollm2():
     """The real packaged default backbone (converted once into the session's backbone cache)."""
-    from repro.backbones import load_backbone
+    from repro.core.backbones import load_backbone
 
     return load_backbone("smollm2-135m")
 

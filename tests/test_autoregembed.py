@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from repro import autoregembed as ar
-from repro.autoregembed import (AlignConfig, CompressConfig, TextIds, alignment_loss_from_scores, alignment_scores,
+from repro.autoregembed import method as ar
+from repro.autoregembed.method import (AlignConfig, CompressConfig, TextIds, alignment_loss_from_scores, alignment_scores,
                                 build_autoreg, divergence, load_encoder, train_alignment, train_compression)
 
 from conftest import tiny_backbone
@@ -61,8 +61,8 @@ def test_decoder_is_the_frozen_original_and_log_probs_match_transformers_loss(ti
 
 
 def test_uninformative_reconstruction_ignores_the_encoder_and_is_stored(tiny_dir, tmp_path, monkeypatch):
-    from repro.autoreg_experiments import UNINFORMATIVE_EXPERIMENT, uninformative_reconstruction
-    from repro.autoregembed import read_instructions, validation_reconstruction
+    from repro.autoregembed.experiments import UNINFORMATIVE_EXPERIMENT, uninformative_reconstruction
+    from repro.autoregembed.method import read_instructions, validation_reconstruction
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
     config = _compress(tiny_dir)
@@ -194,8 +194,8 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
 
 
 def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documents(tiny_dir, monkeypatch):
-    from repro import autoreg_experiments as ex
-    from repro.results import all_results, result_path
+    from repro.autoregembed import experiments as ex
+    from repro.store.results import all_results, result_path
 
     used = []
     original = ex.embed_texts
@@ -249,7 +249,7 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
 def test_command_line_builds_both_stages_and_the_no_compression_ablation():
     import argparse
 
-    from repro import autoreg_experiments as ex
+    from repro.autoregembed import experiments as ex
 
     parser = argparse.ArgumentParser()
     ex.add_arguments(parser)
@@ -264,7 +264,7 @@ def test_command_line_builds_both_stages_and_the_no_compression_ablation():
 
 
 def test_objective_cost_measures_both_objectives_in_fresh_processes(tiny_dir):
-    from repro.objective_cost import comparisons, objective_costs
+    from repro.autoregembed.objective_cost import comparisons, objective_costs
 
     assert comparisons("contrastive", 8) == 128 and comparisons("align", 8) == 16
     costs = objective_costs([2], tiny_dir, steps=2, max_length=24)
@@ -275,7 +275,7 @@ def test_objective_cost_measures_both_objectives_in_fresh_processes(tiny_dir):
 
 
 def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
-    from repro.autoreg_experiments import describe_scale, page_configs
+    from repro.autoregembed.experiments import describe_scale, page_configs
 
     good = dict(profile="smoke", backbone="smollm2-135m", suite="smoke", tasks=None, finetune="full",
                 compress_steps=3, compress_max_length=64, compress_lr=5e-4, compress_data="instruction", align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
@@ -294,8 +294,8 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
 
 
 def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny_dir, monkeypatch):
-    from repro import autoreg_experiments as ex
-    from repro.alignment_probe import AFTER, BEFORE, alignment_probe, alignment_terms, quantities
+    from repro.autoregembed import experiments as ex
+    from repro.autoregembed.probe import AFTER, BEFORE, alignment_probe, alignment_terms, quantities
 
     config = _align(tiny_dir, _compress(tiny_dir), steps=2)
     probe = alignment_probe(config, examples=6)
@@ -326,7 +326,7 @@ def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny
 
 
 def test_stage1_data_profile_counts_the_examples_stage_1_draws(smollm2):
-    from repro.autoreg_experiments import stage1_data_profile
+    from repro.autoregembed.experiments import stage1_data_profile
 
     profile = stage1_data_profile(CompressConfig(steps=2, batch_size=4, validation_examples=4, max_length=32,
                                                  target_max_length=4))
@@ -338,7 +338,7 @@ def test_stage1_data_profile_counts_the_examples_stage_1_draws(smollm2):
 
 
 def test_page_parameter_checks_name_every_allowed_type_and_refuse_bools_for_numbers():
-    from repro.notebook import check_params
+    from repro.book.notebook import check_params
 
     check_params(temperatures=([0.05, 1], (list, (int, float))), epochs=(1.0, (int, float)))
     with pytest.raises(TypeError, match="list of int or float"):
@@ -350,7 +350,7 @@ def test_page_parameter_checks_name_every_allowed_type_and_refuse_bools_for_numb
 
 
 def test_data_efficiency_sizes_seeds_and_epochs_are_checked():
-    from repro.autoreg_experiments import data_efficiency_configs
+    from repro.autoregembed.experiments import data_efficiency_configs
 
     base = AlignConfig(compress=None, backbone="x", batch_size=8)
     configs = data_efficiency_configs(base, [64, 128], [0, 1], 1.0)
@@ -364,7 +364,7 @@ def test_data_efficiency_sizes_seeds_and_epochs_are_checked():
 def test_data_efficiency_schedule_flags_runs_shorter_than_their_warm_up():
     from transformers import get_scheduler
 
-    from repro.autoreg_experiments import data_efficiency_schedule
+    from repro.autoregembed.experiments import data_efficiency_schedule
 
     table = data_efficiency_schedule(AlignConfig(compress=None, backbone="x", batch_size=8, warmup_steps=10),
                                      [64, 1024], 1.0)
@@ -384,9 +384,9 @@ def test_data_efficiency_schedule_flags_runs_shorter_than_their_warm_up():
 def test_adding_the_stage1_data_setting_keeps_the_keys_of_the_committed_runs():
     from pathlib import Path
 
-    from repro.autoreg_experiments import page_configs, run_params
-    from repro.build import page_parameters
-    from repro.results import params_key
+    from repro.autoregembed.experiments import page_configs, run_params
+    from repro.book.build import page_parameters
+    from repro.store.results import params_key
 
     committed = Path(__file__).resolve().parent.parent / "results" / "autoreg_runs"
     for page in ("p3_tables", "p3_data_efficiency"):

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from repro import backbones
-from repro.backbones import PACKAGED, PackagedGGUF, load_backbone, packaged_gguf_path, resolve
+from repro.core import backbones
+from repro.core.backbones import PACKAGED, PackagedGGUF, load_backbone, packaged_gguf_path, resolve
 from tests.conftest import tiny_backbone
 
 

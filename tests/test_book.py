@@ -6,8 +6,8 @@ import nbformat
 
 import pytest
 
-from repro import build
-from repro.build import NOTEBOOKS, parse_override
+from repro.book import build
+from repro.book.build import NOTEBOOKS, parse_override
 
 
 def test_overrides_parse_literals_and_strings():
@@ -59,7 +59,7 @@ def test_wrong_parameter_type_fails_with_a_clear_message(tmp_path):
 
 @pytest.mark.integration
 def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
-    from repro.screenshot import rendered_dom, screenshot
+    from repro.book.screenshot import rendered_dom, screenshot
 
     if shutil.which("chromium") is None:
         pytest.fail("headless Chromium is required for this test: apt-get install chromium")
@@ -103,7 +103,7 @@ def test_pending_standard_pages_render_a_notice_not_hours_of_training(tmp_path, 
 
 @pytest.mark.integration
 def test_two_lanes_split_a_pages_runs_and_the_page_completes(tmp_path, monkeypatch):
-    from repro.results import all_results
+    from repro.store.results import all_results
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))  # nothing stored: every run is computed
     monkeypatch.setenv("REPRO_RUNS_DIR", str(tmp_path / "runs"))

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.autoreg_claims import (ablation_claims, best_contrastive, data_efficiency_claims,
+from repro.autoregembed.claims import (ablation_claims, best_contrastive, data_efficiency_claims,
                                   data_efficiency_differences, headline_table, memory_claim, not_reproduced,
                                   seed_spread, table_claims, with_adjusted_p)
-from repro.model_comparison import claim_verdict, claims_table
+from repro.core.comparison import claim_verdict, claims_table
 
 
 def scores(columns: dict, categories=("STS",) * 8) -> pd.DataFrame:
@@ -120,8 +120,8 @@ def test_training_curves_pick_the_stored_runs_of_the_configs_and_plot_one_legend
     import matplotlib
 
     matplotlib.use("Agg")
-    from repro import training_curves as tc
-    from repro.train import TrainConfig
+    from repro.training import curves as tc
+    from repro.training.contrastive import TrainConfig
 
     wanted, other = TrainConfig(model=5, steps=4), TrainConfig(model=5, steps=8)
     rows = [{"step": s, "train_loss": float(s), "validation_sts": None if s % 2 else 50.0 + s} for s in range(1, 5)]
@@ -140,10 +140,10 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
     import matplotlib
 
     matplotlib.use("Agg")
-    from repro import results
-    from repro.autoreg_experiments import RUNS_EXPERIMENT, run_params
-    from repro.autoregembed import AlignConfig, CompressConfig
-    from repro.training_curves import autoreg_training_curves, plot_autoreg_training_curves
+    from repro.store import results
+    from repro.autoregembed.experiments import RUNS_EXPERIMENT, run_params
+    from repro.autoregembed.method import AlignConfig, CompressConfig
+    from repro.training.curves import autoreg_training_curves, plot_autoreg_training_curves
 
     compress = CompressConfig(steps=4)
     align, missing = AlignConfig(compress=compress, steps=2), AlignConfig(compress=compress, steps=3)
@@ -177,7 +177,7 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
 
 
 def test_pareto_front_keeps_only_undominated_points():
-    from repro.autoreg_experiments import pareto_front
+    from repro.autoregembed.experiments import pareto_front
 
     points = pd.DataFrame({"examples": [64, 128, 256, 256, 1024], "STS average": [50.0, 49.0, 55.0, 54.0, 55.0]})
     assert pareto_front(points).tolist() == [True, False, True, False, False]
@@ -204,7 +204,7 @@ def test_seed_spread_is_the_range_across_seeds_of_one_configuration():
 
 
 def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees_a_flat_grid():
-    from repro.autoreg_claims import grid_claims, grid_friedman
+    from repro.autoregembed.claims import grid_claims, grid_friedman
 
     rng = np.random.default_rng(3)
     base = rng.uniform(40, 60, 8)
@@ -225,7 +225,7 @@ def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees
 
 
 def test_identical_scores_are_no_difference_only_where_a_difference_could_have_been_significant():
-    from repro.stats import wilcoxon_over_tasks
+    from repro.core.stats import wilcoxon_over_tasks
 
     assert wilcoxon_over_tasks([50.0] * 8, [50.0] * 8)["verdict"] == "no difference"
     assert wilcoxon_over_tasks([50.0], [50.0])["verdict"].startswith("untestable at n=1")

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from repro import embedfilter as ef
-from repro.results import all_results
+from repro.embedfilter import sweep as ef
+from repro.store.results import all_results
 
 pytestmark = pytest.mark.integration
 
@@ -11,7 +11,7 @@ VARIANTS = ["raw", "edge/1", "edge/2", "tail/2", "whiten/2", "randproj/2", "trun
 
 def test_sweep_scores_every_variant_from_one_encode_and_resumes(monkeypatch):
     forwards = []
-    from repro import encode as encode_module
+    from repro.core import encode as encode_module
 
     original = encode_module._forward_pooled
     monkeypatch.setattr(encode_module, "_forward_pooled", lambda *a, **k: forwards.append(1) or original(*a, **k))

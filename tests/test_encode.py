@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from repro import encode as encode_module
-from repro.encode import EncodeConfig, Tokenizer, count_tokens, encode
-from repro.prompts import PROMPTS, get_prompt
+from repro.core import encode as encode_module
+from repro.core.encode import EncodeConfig, Tokenizer, count_tokens, encode
+from repro.core.prompts import PROMPTS, get_prompt
 
 TEXTS = ["A man is playing a guitar.", "The cat sat on the mat.", "Rain tomorrow.", "A woman slices a tomato."]
 NASTY = ["", "   \t ", "x" * 100_000, "ctrl \x00\x07\x1b chars", "中文 测试", "emoji 😀🎉", "normal text"]
@@ -178,7 +178,7 @@ def test_killed_run_resumes_at_the_first_missing_chunk(tiny, monkeypatch):
 
 
 def test_batches_are_length_sorted_with_little_padding():
-    from repro.encode import _batches
+    from repro.core.encode import _batches
 
     lengths = [50, 40, 40, 10, 10, 10, 3]
     groups = _batches(lengths, batch_tokens=100, max_batch=64)

@@ -3,12 +3,12 @@ import math
 import numpy as np
 import pytest
 
-from repro import layerwise as layerwise_module
-from repro.encode import EncodeConfig
-from repro.evaluate import StatesEncoder, evaluate_layers, run_mteb
-from repro.reference import PUBLISHED, comparison_table, load_minilm
-from repro.results import load_result
-from repro.tasks import offline_task, suite_tasks
+from repro.pooling_attention import layerwise as layerwise_module
+from repro.core.encode import EncodeConfig
+from repro.core.evaluate import StatesEncoder, evaluate_layers, run_mteb
+from repro.core.reference import PUBLISHED, comparison_table, load_minilm
+from repro.store.results import load_result
+from repro.core.tasks import offline_task, suite_tasks
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ def _count_forwards(backbone, fn):
 
 
 def test_every_category_scores_from_one_forward_per_text_set(smollm2, monkeypatch, tmp_path):
-    from repro import encode
+    from repro.core import encode
 
     tasks = suite_tasks("smoke", SMOKE_TASKS)
     one, n_one = _count_forwards(smollm2, lambda: evaluate_layers(
@@ -58,7 +58,7 @@ def test_layerwise_runner_stores_and_reuses_results(smollm2, monkeypatch):
     monkeypatch.setattr(layerwise_module, "load_backbone", lambda *a, **k: smollm2)
     df = layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["STS17"], layers=[-1], progress=False)
     assert list(df["layer"].unique()) == [30]
-    from repro.results import all_results
+    from repro.store.results import all_results
 
     (record,) = all_results("layerwise")
     sims = layerwise_module.pair_similarities(record, 30, "mean")

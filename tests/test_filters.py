@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from repro.encode import EncodeConfig, Tokenizer, encode
-from repro.filters import (FILTER_TYPES, embedfilter, filter_indices, kept_dims, make_filter, parse_variant,
+from repro.core.encode import EncodeConfig, Tokenizer, encode
+from repro.embedfilter.filters import (FILTER_TYPES, embedfilter, filter_indices, kept_dims, make_filter, parse_variant,
                            random_projection, svd_spectrum, sweep_variants, truncation, unembedding_spectrum,
                            whitening)
-from repro.prompts import get_prompt
+from repro.core.prompts import get_prompt
 
 TEXTS = ["A man is playing a guitar.", "The cat sat on the mat.", "Rain tomorrow.", "A woman slices a tomato."]
 
@@ -118,8 +118,8 @@ def test_baselines_have_k_dims_and_do_what_they_say():
 
 
 def test_lens_projector_counts_and_search_cost(tiny):
-    from repro.search_cost import measure
-    from repro.vocab_lens import subspace_projector, token_frequencies
+    from repro.embedfilter.search_cost import measure
+    from repro.embedfilter.vocab_lens import subspace_projector, token_frequencies
 
     vh = unembedding_spectrum(tiny).vh
     p = subspace_projector(vh, "edge", 2)

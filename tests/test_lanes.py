@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from repro.lanes import LANE_ENV, current_lane, in_lane_order, lane_order
+from repro.store.lanes import LANE_ENV, current_lane, in_lane_order, lane_order
 
 RUNS = ["a", "b", "c", "d"]
 
@@ -38,7 +38,7 @@ def test_in_lane_order_calls_in_lane_order_and_returns_in_list_order(monkeypatch
 
 
 def test_a_busy_run_is_deferred_to_after_the_others_then_waited_for(monkeypatch):
-    from repro.lanes import Busy, _DEFER
+    from repro.store.lanes import Busy, _DEFER
 
     monkeypatch.setenv(LANE_ENV, "1/2")
     calls = []
@@ -55,7 +55,7 @@ def test_a_busy_run_is_deferred_to_after_the_others_then_waited_for(monkeypatch)
 
 
 def test_deferred_runs_that_became_free_are_computed_before_waiting_on_a_busy_one(monkeypatch):
-    from repro.lanes import Busy, _DEFER
+    from repro.store.lanes import Busy, _DEFER
 
     monkeypatch.setenv(LANE_ENV, "0/2")
     calls, held = [], {"a": 1, "b": 2}  # another lane holds "a" for one more try, "b" for two
@@ -78,7 +78,7 @@ def _lane(lane: int, barrier, folder: str) -> None:
     """One lane: every run through load_or_compute, each computation logged with the lane that did it."""
     os.environ.update({LANE_ENV: f"{lane}/2", "REPRO_RESULTS_DIR": f"{folder}/results",
                        "REPRO_CACHE_DIR": f"{folder}/cache"})
-    from repro.results import load_or_compute
+    from repro.store.results import load_or_compute
 
     def compute(run):
         with open(f"{folder}/computed.log", "a") as log:

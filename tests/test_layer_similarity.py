@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from repro.layer_similarity import layer_similarity, linear_cka, rsa
+from repro.pooling_attention.layer_similarity import layer_similarity, linear_cka, rsa
 
 
 def test_cka_is_one_for_rotations_and_scaling_and_low_for_independent_noise():
@@ -32,7 +32,7 @@ def test_layer_matrix_is_symmetric_with_unit_diagonal():
 
 
 def test_paired_bootstrap_detects_a_real_difference_and_not_a_fake_one():
-    from repro.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
+    from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 
     rng = np.random.default_rng(0)
     gold = rng.normal(size=400)
@@ -47,14 +47,14 @@ def test_paired_bootstrap_detects_a_real_difference_and_not_a_fake_one():
 
 
 def test_arrays_round_trip_through_the_result_store_encoding():
-    from repro.results import decode_array, encode_array
+    from repro.store.results import decode_array, encode_array
 
     x = np.linspace(-1, 1, 101).astype(np.float32)
     assert np.allclose(decode_array(encode_array(x)), x, atol=1e-3)
 
 
 def test_bootstrap_on_a_constant_embedding_is_undefined_not_a_verdict():
-    from repro.stats import paired_bootstrap_spearman
+    from repro.core.stats import paired_bootstrap_spearman
 
     gold = np.arange(20.0)
     assert paired_bootstrap_spearman(gold, np.ones(20), gold)["verdict"].startswith("undefined")

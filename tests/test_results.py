@@ -3,7 +3,7 @@ import json
 import pandas as pd
 import pytest
 
-from repro.results import load_or_compute, load_result, result_path, save_result
+from repro.store.results import load_or_compute, load_result, result_path, save_result
 
 
 def test_save_and_load_round_trip_with_provenance():

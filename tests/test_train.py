@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from repro import train as train_module
-from repro.heads import MODELS, TrainablePooling, head_inputs, head_parameters, make_head, model_spec
-from repro.train import TrainConfig, batch_indices, info_nce, load_trained, train
+from repro.training import contrastive as train_module
+from repro.training.heads import MODELS, TrainablePooling, head_inputs, head_parameters, make_head, model_spec
+from repro.training.contrastive import TrainConfig, batch_indices, info_nce, load_trained, train
 
 from conftest import tiny_backbone
 
@@ -114,14 +114,14 @@ def test_two_processes_compute_the_single_process_gradient(tiny_dir, tmp_path):
             "--max-length", "24"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     single = tmp_path / "single.pt"
-    subprocess.run([sys.executable, "-m", "repro.train", *args, "--output", str(tmp_path / "one"),
+    subprocess.run([sys.executable, "-m", "repro.training.contrastive", *args, "--output", str(tmp_path / "one"),
                     "--dump-grads", str(single)], check=True, env=env, capture_output=True)
     double = tmp_path / "double.pt"
     # --multi_gpu selects accelerate's torchrun launcher; with no GPU each process runs on CPU with gloo
     # (--cpu would select the single-process launcher)
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
-              "-m", "repro.train", *args, "--output", str(tmp_path / "two"), "--dump-grads", str(double)]
+              "-m", "repro.training.contrastive", *args, "--output", str(tmp_path / "two"), "--dump-grads", str(double)]
     result = subprocess.run(launch, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     two = json.loads((tmp_path / "two" / "summary.json").read_text())
@@ -138,8 +138,8 @@ def test_two_processes_compute_the_single_process_gradient(tiny_dir, tmp_path):
 
 
 def test_run_folders_differ_by_every_setting_and_validation_anchors_never_train(tiny_dir):
-    from repro.stats import wilcoxon_over_tasks
-    from repro.trained import run_name
+    from repro.core.stats import wilcoxon_over_tasks
+    from repro.pooling_attention.trained import run_name
 
     names = {run_name(_config(tiny_dir, **kw)) for kw in ({}, {"steps": 5}, {"seed": 1}, {"lr": 1e-3})}
     assert len(names) == 4
@@ -187,7 +187,7 @@ def test_ranking_agreement_reads_kendall_tau_per_category():
     import numpy as np
     import pandas as pd
 
-    from repro.model_comparison import ranking_agreement
+    from repro.core.comparison import ranking_agreement
 
     index = pd.MultiIndex.from_tuples([("STS", "a"), ("STS", "b"), ("Classification", "c")], names=["category", "task"])
     first = pd.DataFrame(np.array([[1, 2, 3, 4, 5], [2, 3, 4, 5, 6], [5, 4, 3, 2, 1]], float), index=index,
@@ -208,7 +208,7 @@ def test_scores_from_lost_weights_are_refused_and_only_those_are_recomputed_when
     stored from the old weights and keeps the ones already computed from the current weights."""
     import pandas as pd
 
-    from repro import trained
+    from repro.pooling_attention import trained
 
     calls = []
 

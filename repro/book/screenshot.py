@@ -1,0 +1,59 @@
+"""Render built book pages in headless Chromium (Debian ``chromium``): a PNG to look at, and the DOM
+after scripts ran (to check that MathJax typeset the math offline and that figures are there).
+
+    python -m repro.book.screenshot book/_build/html/intro.html book/_build/html/p1_layer_correlation.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--hide-scrollbars", "--virtual-time-budget=15000", "--allow-file-access-from-files"]
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise FileNotFoundError("headless Chromium not found: apt-get install chromium")
+
+
+def _run(args: list[str]) -> str:
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
+                              text=True, timeout=180)
+    return done.stdout
+
+
+def rendered_dom(page: Path) -> str:
+    """The page's DOM after its scripts ran (MathJax included)."""
+    return _run(["--dump-dom", Path(page).resolve().as_uri()])
+
+
+def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2400) -> Path:
+    png = Path(png).resolve()
+    _run([f"--screenshot={png}", f"--window-size={width},{height}", Path(page).resolve().as_uri()])
+    if not png.is_file():
+        raise RuntimeError(f"Chromium wrote no screenshot for {page}")
+    return png
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pages", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("book/_build/screenshots"))
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for page in args.pages:
+        print(screenshot(page, args.out / f"{page.stem}.png"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Paired comparisons of models over datasets, as in Tang & Yang's Tables 2-5.
+
+Per-task scores (x100, subsets averaged) in a wide table; each comparison is the two-sided Wilcoxon
+signed-rank test over the datasets of a category (p < 0.05, the paper's test) and a paired bootstrap CI
+of the mean difference over the same datasets.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import pandas as pd
+from scipy.stats import kendalltau
+
+from repro.core.stats import paired_bootstrap_mean, wilcoxon_over_tasks
+
+
+def per_task_scores(scores: pd.DataFrame, column: str = "model") -> pd.DataFrame:
+    """rows (category, task) x columns ``column``: main score x100, a task's subsets averaged."""
+    per_task = scores.groupby([column, "category", "task"], as_index=False)["main_score"].mean()
+    per_task["score"] = per_task["main_score"] * 100
+    return per_task.pivot_table(index=["category", "task"], columns=column, values="score")
+
+
+def compare(wide: pd.DataFrame, a, b, category: str | None = None) -> dict:
+    part = wide if category is None else wide.loc[[category]] if category in wide.index.get_level_values(0) else wide.iloc[:0]
+    if a not in part or b not in part:
+        return {"tasks": 0, "verdict": "missing results"}
+    part = part[[a, b]].dropna()  # every number below on the tasks both models have
+    w = wilcoxon_over_tasks(part[a], part[b])
+    boot = paired_bootstrap_mean(part[a], part[b])
+    return {"tasks": w["n"], f"mean {a}": part[a].mean(), f"mean {b}": part[b].mean(),
+            "difference": w["mean_difference"], "p (Wilcoxon)": w["p"],
+            "95% CI (bootstrap)": f"[{boot['ci_low']:.2f}, {boot['ci_high']:.2f}]",
+            "significant": bool(w["p"] == w["p"] and w["p"] < 0.05 and w["min_attainable_p"] <= 0.05),
+            "verdict": w["verdict"].replace("first", str(a)).replace("second", str(b))}
+
+
+def comparison_table(wide: pd.DataFrame, pairs: Sequence[tuple], categories: Iterable[str | None]) -> pd.DataFrame:
+    rows = []
+    for a, b in pairs:
+        for category in categories:
+            result = compare(wide, a, b, category)
+            rows.append({"comparison": f"{a} vs {b}", "category": category or "all tasks",
+                         "tasks": result.get("tasks", 0),
+                         "mean first": result.get(f"mean {a}"), "mean second": result.get(f"mean {b}"),
+                         "difference": result.get("difference"), "p (Wilcoxon)": result.get("p (Wilcoxon)"),
+                         "95% CI (bootstrap)": result.get("95% CI (bootstrap)"), "verdict": result["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def category_means(wide: pd.DataFrame) -> pd.DataFrame:
+    """Mean per category and over all tasks, one column per model (the shape of Table 4)."""
+    means = wide.groupby(level=0).mean().T
+    means["all tasks"] = wide.mean()
+    means["tasks"] = len(wide)
+    return means
+
+
+def ranking_agreement(first: pd.DataFrame, second: pd.DataFrame, categories: Iterable[str | None]) -> pd.DataFrame:
+    """Do two backbones rank the models alike? Per category, Kendall's tau between the models' mean scores on
+    the tasks both have (n = the number of models: with 5 models only tau >= 0.8 can reach p < 0.05)."""
+    rows = []
+    models = [m for m in first.columns if m in second.columns]
+    for category in categories:
+        a, b = (w if category is None else w.loc[[category]] if category in w.index.get_level_values(0) else w.iloc[:0]
+                for w in (first, second))
+        tasks = a.index.intersection(b.index)
+        if len(tasks) == 0 or len(models) < 3:
+            rows.append({"category": category or "all tasks", "tasks": len(tasks), "models": len(models),
+                         "verdict": "missing results"})
+            continue
+        mean_a, mean_b = a.loc[tasks, models].mean(), b.loc[tasks, models].mean()
+        tau, p = kendalltau(mean_a, mean_b)
+        rows.append({"category": category or "all tasks", "tasks": len(tasks), "models": len(models),
+                     "order (first)": " > ".join(map(str, mean_a.sort_values(ascending=False).index)),
+                     "order (second)": " > ".join(map(str, mean_b.sort_values(ascending=False).index)),
+                     "Kendall tau": tau, "p": p,
+                     "verdict": ("not significantly alike" if not p < 0.05 else
+                                 "same ranking (significant)" if tau > 0 else "reversed ranking (significant)")})
+    return pd.DataFrame(rows)
+
+
+EXPECTATIONS = ("better", "worse", "no gain")
+
+
+def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = None, expected: str = "better") -> dict:
+    """A paper's claim about ``a`` vs ``b`` in ``category`` (None: every row of ``wide``), judged by the paired
+    test of :func:`compare`. ``expected``: "better" (a significantly above b), "worse" (significantly below) or
+    "no gain" (a not significantly above b). Verdict at our scale: supported / contradicted (significant the
+    other way; for "no gain": a significantly better) / not supported (no significant difference) /
+    untestable (too few paired units for p < 0.05) / missing results."""
+    if expected not in EXPECTATIONS:
+        raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
+    row = comparison_table(wide, [(a, b)], [category]).iloc[0]
+    test = row["verdict"]
+    a_better, b_better = test == f"significant: {a} better", test == f"significant: {b} better"
+    if test.startswith(("missing", "no data")):
+        verdict = "missing results"
+    elif test.startswith("untestable"):
+        verdict = "untestable"
+    elif expected == "no gain":
+        verdict = "contradicted" if a_better else "supported"
+    elif (a_better and expected == "better") or (b_better and expected == "worse"):
+        verdict = "supported"
+    elif a_better or b_better:
+        verdict = "contradicted"
+    else:
+        verdict = "not supported (no significant difference)"
+    # a bootstrap over too few units to test (e.g. 2 datasets) has only a handful of resamples: no interval
+    interval = "n/a (too few paired units)" if verdict == "untestable" else row["95% CI (bootstrap)"]
+    return {"claim (paper)": claim, "comparison": row["comparison"], "category": row["category"],
+            "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
+            "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"],
+            "95% CI (bootstrap)": interval, "test": test, "verdict at our scale": verdict}
+
+
+def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
+    """One :func:`claim_verdict` row per ``(claim, a, b, category, expected)``."""
+    return pd.DataFrame([claim_verdict(wide, *claim) for claim in claims])

@@ -1,0 +1,288 @@
+"""Texts -> pooled hidden states of every layer, from ONE decoder forward pass per batch.
+
+* never computes ``lm_head`` (the decoder alone runs: :meth:`Backbone.hidden_states`);
+* prompt templates from :mod:`repro.core.prompts`, tokenized piece by piece so that the text slot can be
+  truncated without ever cutting the prompt, and so that Echo's second copy has exact positions;
+* poolings: ``last`` (final token; EOS if the prompt appends it) and ``mean`` (masked mean, from the
+  prompt's ``mean_from_copy`` onwards: Echo pools its second copy plus the final token);
+* unique texts are sorted by token length and batched by a token budget, so padding is small;
+* results are cached on disk in chunks keyed by everything that changes them (backbone identity and
+  revision, attention mode, prompt, instruction, poolings, layers, max length, truncation, the chunk's
+  texts), written atomically: a killed run resumes at the first missing chunk, a changed setting never
+  reads a stale file. The same call twice gives bit-identical arrays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from repro.store.atomic import write_json, write_npy
+from repro.core.backbones import Backbone
+from repro.store.paths import states_dir
+from repro.core.prompts import Prompt, get_prompt
+
+POOLINGS = ("last", "mean")
+TRUNCATIONS = ("head", "head_tail")
+ENCODER_VERSION = 1  # bump when a change to this module changes its output
+CHUNK_SIZE = 2048  # texts per cache file
+MAX_CHARS_PER_TOKEN = 32  # texts are clipped to max_length * this many characters before tokenizing
+
+
+@dataclass(frozen=True)
+class EncodeConfig:
+    """Everything besides the backbone and the texts that determines the states."""
+
+    prompt: str = "none"
+    poolings: tuple[str, ...] = POOLINGS
+    max_length: int = 512
+    truncation: str = "head"  # "head": keep the first tokens; "head_tail": first and last halves
+    instruction: str = ""
+    layers: tuple[int, ...] | None = None  # hidden-state indices (0 = embeddings); None = all
+
+    def __post_init__(self):
+        get_prompt(self.prompt)
+        bad = [p for p in self.poolings if p not in POOLINGS]
+        if bad or not self.poolings:
+            raise ValueError(f"unknown pooling {bad or '(none given)'}; valid: {', '.join(POOLINGS)}")
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"unknown truncation '{self.truncation}'; valid: {', '.join(TRUNCATIONS)}")
+        if not isinstance(self.max_length, int) or self.max_length < 2:
+            raise ValueError(f"max_length must be an integer >= 2, got {self.max_length!r}")
+
+
+@dataclass
+class Tokenized:
+    ids: list[int]
+    mean_start: int  # first position of the mean-pooling span
+
+
+def _bos_ids(tokenizer) -> list[int]:
+    """[bos] if the tokenizer adds a BOS token by itself, else []."""
+    probe = tokenizer("a").input_ids
+    bos = tokenizer.bos_token_id
+    return [bos] if bos is not None and probe and probe[0] == bos else []
+
+
+def _eos_id(tokenizer) -> int:
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the tokenizer has no EOS token; use a prompt with append_eos=False")
+    return int(tokenizer.eos_token_id)
+
+
+def _truncate(ids: list[int], budget: int, how: str) -> list[int]:
+    if len(ids) <= budget:
+        return ids
+    if how == "head":
+        return ids[:budget]
+    head = math.ceil(budget / 2)
+    return ids[:head] + ids[len(ids) - (budget - head):]
+
+
+def _clip_chars(text: str, max_chars: int, how: str) -> str:
+    if len(text) <= max_chars:
+        return text
+    if how == "head":
+        return text[:max_chars]
+    return text[: max_chars // 2] + text[-(max_chars // 2):]
+
+
+class Tokenizer:
+    """Prompt-aware tokenization: specials + literal pieces + (truncated) text slots."""
+
+    def __init__(self, tokenizer, prompt: Prompt, config: EncodeConfig):
+        self.tok = tokenizer
+        self.prompt = prompt
+        self.config = config
+        self.bos = _bos_ids(tokenizer)
+        self.eos = [_eos_id(tokenizer)] if prompt.append_eos else []
+        self.literals = [tokenizer(s, add_special_tokens=False).input_ids if s else []
+                         for s in prompt.literal_segments(config.instruction)]
+        fixed = len(self.bos) + len(self.eos) + sum(map(len, self.literals))
+        self.per_copy = (config.max_length - fixed) // max(prompt.copies, 1)
+        if self.per_copy < 1:
+            raise ValueError(
+                f"max_length={config.max_length} leaves no room for the text in prompt "
+                f"'{prompt.name}' ({fixed} prompt tokens)"
+            )
+
+    def __call__(self, text: str) -> Tokenized:
+        if not isinstance(text, str):
+            raise TypeError(f"texts must be str, got {type(text).__name__}")
+        text = _clip_chars(text, self.config.max_length * MAX_CHARS_PER_TOKEN, self.config.truncation)
+        text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
+        text_ids = _truncate(text_ids, self.per_copy, self.config.truncation)
+        ids = list(self.bos) + list(self.literals[0])
+        mean_start = 0
+        for copy, literal in enumerate(self.literals[1:]):
+            if self.prompt.mean_from_copy == copy:
+                mean_start = len(ids)
+            ids += text_ids + literal
+        ids += self.eos
+        if not ids:  # empty text, no prompt, no specials: encode a lone EOS so the result is defined
+            ids = [_eos_id(self.tok)]
+        return Tokenized(ids, min(mean_start, len(ids) - 1))
+
+
+def _pad_id(tokenizer) -> int:
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
+        if candidate is not None:
+            return int(candidate)
+    return 0
+
+
+def _batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
+    """Consecutive index groups (input already sorted by length, longest first)."""
+    groups, current, longest = [], [], 0
+    for i, n in enumerate(lengths):
+        longest_if_added = max(longest, n)
+        if current and (longest_if_added * (len(current) + 1) > batch_tokens or len(current) >= max_batch):
+            groups.append(current)
+            current, longest_if_added = [], n
+        current.append(i)
+        longest = longest_if_added
+    if current:
+        groups.append(current)
+    return groups
+
+
+@torch.inference_mode()
+def _forward_pooled(backbone: Backbone, items: list[Tokenized], config: EncodeConfig, layers: list[int],
+                    batch_tokens: int, max_batch: int, progress: tqdm | None) -> dict[str, np.ndarray]:
+    device = next(backbone.model.parameters()).device
+    pad = _pad_id(backbone.tokenizer)
+    d = backbone.hidden_size
+    out = {p: np.zeros((len(layers), len(items), d), dtype=np.float32) for p in config.poolings}
+    for group in _batches([len(t.ids) for t in items], batch_tokens, max_batch):
+        width = max(len(items[i].ids) for i in group)
+        ids = torch.full((len(group), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(group), width), dtype=torch.long)
+        weights = torch.zeros((len(group), width), dtype=torch.float32)
+        for row, i in enumerate(group):
+            n = len(items[i].ids)
+            ids[row, :n] = torch.tensor(items[i].ids)
+            mask[row, :n] = 1
+            weights[row, items[i].mean_start:n] = 1.0
+        ids, mask, weights = ids.to(device), mask.to(device), weights.to(device)
+        hidden = backbone.hidden_states(ids, mask)
+        stacked = torch.stack([hidden[layer] for layer in layers]).float()  # [L, B, T, d]
+        if "last" in config.poolings:
+            last = mask.sum(1) - 1
+            pooled = stacked[:, torch.arange(len(group), device=device), last]
+            out["last"][:, group] = pooled.cpu().numpy()
+        if "mean" in config.poolings:
+            pooled = torch.einsum("lbtd,bt->lbd", stacked, weights) / weights.sum(1)[None, :, None]
+            out["mean"][:, group] = pooled.cpu().numpy()
+        if progress is not None:
+            progress.update(int(mask.sum()))
+    return out
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:20]
+
+
+def settings_key(backbone: Backbone, config: EncodeConfig) -> dict:
+    prompt = get_prompt(config.prompt)
+    return {
+        "backbone": backbone.identity,
+        "prompt": asdict(prompt),
+        "config": asdict(config),
+        "encoder_version": ENCODER_VERSION,
+        "dtype": str(next(backbone.model.parameters()).dtype),
+    }
+
+
+_MEMO: "OrderedDict[str, dict[str, np.ndarray]]" = OrderedDict()
+_MEMO_SIZE = 3
+
+
+def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None = None, *,
+           cache: bool = True, cache_root: Path | None = None, batch_tokens: int = 8192, max_batch: int = 64,
+           progress: bool = True, select: tuple[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Pooled states ``{pooling: array[layers, len(texts), hidden]}`` (float32), in the order of ``texts``.
+
+    ``layers`` are hidden-state indices: 0 is the embedding output, ``num_layers`` the final
+    (post-norm) state. All layers come from one forward pass (and are all cached).
+    ``select=(pooling, position)``: return only that pooling and that position of the config's layer list
+    (``{pooling: array[1, len(texts), hidden]}``), without copying the other layers.
+    """
+    config = config or EncodeConfig()
+    texts = list(texts)
+    for t in texts:
+        if not isinstance(t, str):
+            raise TypeError(f"texts must be str, got {type(t).__name__}")
+    prompt = get_prompt(config.prompt)
+    layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
+    bad = [layer for layer in layers if not 0 <= layer <= backbone.num_layers]
+    if bad:
+        raise ValueError(f"layers {bad} out of range 0..{backbone.num_layers}")
+    d = backbone.hidden_size
+    if not texts:
+        return {p: np.zeros((len(layers), 0, d), dtype=np.float32) for p in config.poolings}
+
+    settings = settings_key(backbone, config)
+    unique = sorted(set(texts))
+    memo_key = _hash([settings, _hash(unique)])
+    if cache and memo_key in _MEMO:
+        _MEMO.move_to_end(memo_key)
+        states = _MEMO[memo_key]
+    else:
+        tokenize = Tokenizer(backbone.tokenizer, prompt, config)
+        tokenized = [tokenize(t) for t in unique]
+        order = sorted(range(len(unique)), key=lambda i: (-len(tokenized[i].ids), unique[i]))
+        folder = (cache_root or states_dir()) / _hash(settings)
+        if cache:
+            write_json(folder / "settings.json", settings)
+        states = {p: np.zeros((len(layers), len(unique), d), dtype=np.float32) for p in config.poolings}
+        chunks = [order[i:i + CHUNK_SIZE] for i in range(0, len(order), CHUNK_SIZE)]
+        todo_tokens = 0
+        loaded = []
+        for chunk in chunks:
+            key = _hash([unique[i] for i in chunk])
+            files = {p: folder / f"{key}.{p}.npy" for p in config.poolings}
+            if cache and all(f.is_file() for f in files.values()):
+                for p, f in files.items():
+                    states[p][:, chunk] = np.load(f)
+                loaded.append(True)
+            else:
+                todo_tokens += sum(len(tokenized[i].ids) for i in chunk)
+                loaded.append(False)
+        bar = tqdm(total=todo_tokens, unit="tok", desc=f"encode {backbone.name}", disable=not progress or not todo_tokens)
+        for chunk, done in zip(chunks, loaded):
+            if done:
+                continue
+            pooled = _forward_pooled(backbone, [tokenized[i] for i in chunk], config, layers, batch_tokens,
+                                     max_batch, bar)
+            key = _hash([unique[i] for i in chunk])
+            for p, array in pooled.items():
+                states[p][:, chunk] = array
+                if cache:
+                    write_npy(folder / f"{key}.{p}.npy", array)
+        bar.close()
+        if cache:
+            _MEMO[memo_key] = states
+            while len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
+    position = {t: i for i, t in enumerate(unique)}
+    index = np.fromiter((position[t] for t in texts), dtype=np.int64, count=len(texts))
+    if select is not None:
+        pooling, layer_position = select
+        return {pooling: states[pooling][layer_position][index][None]}
+    return {p: array[:, index] for p, array in states.items()}
+
+
+def count_tokens(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None = None) -> int:
+    """Tokens the encoder would run for these texts (after prompt, truncation and de-duplication)."""
+    config = config or EncodeConfig()
+    tokenize = Tokenizer(backbone.tokenizer, get_prompt(config.prompt), config)
+    return sum(len(tokenize(t).ids) for t in set(texts))

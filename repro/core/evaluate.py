@@ -1,0 +1,185 @@
+"""Evaluate encoders with mteb's own evaluators and turn the results into tidy pandas rows.
+
+:class:`StatesEncoder` is the mteb 2 encoder over :func:`repro.core.encode.encode`: it serves one layer and
+one pooling of the cached all-layer states, so evaluating every layer costs one forward pass per
+text set. Scores always come from ``mteb.evaluate`` (never re-implemented metrics), with
+``cache=None`` so that mteb's own result cache can never return another encoder's scores.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from repro.core.backbones import Backbone
+from repro.core.encode import EncodeConfig, encode
+from repro.core.tasks import TASKS
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def _model_meta(name: str, revision: str, dim: int):
+    from mteb.models.model_meta import ModelMeta
+
+    return ModelMeta.create_empty(overwrites=dict(
+        name=f"repro/{name}".replace(" ", "_"), revision=revision, embed_dim=dim,
+        similarity_fn_name="cosine", framework=["PyTorch"], languages=["eng-Latn"],
+    ))
+
+
+def _texts_from(inputs) -> list[str]:
+    texts: list[str] = []
+    for batch in inputs:
+        texts.extend(batch["text"])
+    return texts
+
+
+class CosineSimilarity:
+    """mteb's cosine similarity functions, for every encoder of this project."""
+
+    def similarity(self, a, b):
+        from mteb.similarity_functions import cos_sim
+
+        return cos_sim(a, b)
+
+    def similarity_pairwise(self, a, b):
+        from mteb.similarity_functions import pairwise_cos_sim
+
+        return pairwise_cos_sim(a, b)
+
+
+class StatesEncoder(CosineSimilarity):
+    """An mteb encoder giving ``states[pooling][layer]`` of :func:`repro.core.encode.encode`.
+
+    ``transform`` (optional) maps the pooled states ``[n, d]`` to the final embeddings (e.g. an
+    EmbedFilter projection); it is applied to the cached states, never by re-encoding.
+    """
+
+    def __init__(self, backbone: Backbone, config: EncodeConfig, pooling: str = "last", layer: int = -1,
+                 transform=None, label: str | None = None, progress: bool = False):
+        from mteb.models.abs_encoder import AbsEncoder  # noqa: F401  (import check: mteb present)
+
+        if pooling not in config.poolings:
+            raise ValueError(f"pooling '{pooling}' was not encoded; config has {config.poolings}")
+        self.backbone, self.config, self.pooling, self.transform = backbone, config, pooling, transform
+        layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
+        layer = layers[layer] if layer < 0 else layer
+        if layer not in layers:
+            raise ValueError(f"layer {layer} was not encoded; config has layers {layers}")
+        self.layer, self.position = layer, layers.index(layer)
+        self.progress = progress
+        label = label or f"{backbone.name}-{config.prompt}-{pooling}-L{layer}"
+        dims = getattr(transform, "dims", backbone.hidden_size)
+        self.mteb_model_meta = _model_meta(label, backbone.revision, dims)
+
+    def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
+               **kwargs) -> np.ndarray:
+        states = encode(self.backbone, _texts_from(inputs), self.config, progress=self.progress,
+                        select=(self.pooling, self.position))
+        emb = states[self.pooling][0]
+        return self.transform(emb) if self.transform is not None else emb
+
+
+
+def run_mteb(model, tasks: Sequence, **kwargs) -> pd.DataFrame:
+    """``mteb.evaluate`` (no result cache) -> one row per task/split/subset with the main score."""
+    import mteb
+
+    start = time.perf_counter()
+    result = mteb.evaluate(model, list(tasks), cache=None, show_progress_bar=False,
+                           encode_kwargs={"batch_size": 256, "show_progress_bar": False}, **kwargs)
+    rows = tidy(result)
+    rows["eval_seconds_total"] = time.perf_counter() - start
+    return rows
+
+
+def tidy(result) -> pd.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for task_result in result.task_results:
+        name = task_result.task_name
+        source = _source_for(name)
+        for split, subsets in task_result.scores.items():
+            for scores in subsets:
+                rows.append({
+                    "task": source.name if source else name,
+                    "category": source.category if source else None,
+                    "split": split,
+                    "subset": scores.get("hf_subset"),
+                    "main_score": float(scores["main_score"]) if scores.get("main_score") is not None else np.nan,
+                    "evaluation_time": task_result.evaluation_time,
+                })
+    return pd.DataFrame(rows)
+
+
+def _source_for(mteb_name: str):
+    for source in TASKS.values():
+        if mteb_name in (source.name, source.mteb_name):
+            return source
+    return None
+
+
+def sts_pair_similarities(prediction_folder) -> np.ndarray:
+    """The per-pair cosine similarities mteb's STS evaluator wrote to its prediction file."""
+    import json
+    from pathlib import Path
+
+    files = list(Path(prediction_folder).glob("*.json"))
+    if len(files) != 1:
+        raise RuntimeError(f"expected one mteb prediction file in {prediction_folder}, found {len(files)}")
+    record = json.loads(files[0].read_text())
+    subsets = [v for k, v in record.items() if k != "mteb_model_meta"]
+    return np.asarray(subsets[0]["test"]["cosine_scores"], dtype=np.float32)
+
+
+def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, progress: bool = True,
+                      pair_similarities: dict | None = None, desc: str = "") -> pd.DataFrame:
+    """Every encoder on every task; rows carry each encoder's ``labels`` (e.g. layer and pooling).
+
+    Tasks are the outer loop, so the in-memory states a task's first encoder computed are reused by
+    the others (they all read :func:`repro.core.encode.encode`'s memo). ``pair_similarities`` (a dict,
+    filled in place): for STS tasks, mteb's per-pair cosine similarities keyed
+    ``(task, *labels.values())``, for paired tests over pairs.
+    """
+    import tempfile
+    from tqdm.auto import tqdm
+
+    frames = []
+    for task in tasks:
+        task_start = time.perf_counter()
+        for position, (labels, encoder) in enumerate(tqdm(encoders, desc=f"{task.metadata.name} {desc}".strip(),
+                                                          disable=not progress, leave=False)):
+            t0 = time.perf_counter()
+            if pair_similarities is not None and task.metadata.type == "STS":
+                with tempfile.TemporaryDirectory() as folder:
+                    rows = run_mteb(encoder, [task], prediction_folder=folder)
+                    key = (rows["task"].iloc[0], *labels.values())
+                    pair_similarities[key] = sts_pair_similarities(folder)
+            else:
+                rows = run_mteb(encoder, [task])
+            rows["seconds"] = time.perf_counter() - t0
+            rows["first_call_includes_encoding"] = position == 0
+            for column, value in labels.items():
+                rows[column] = value
+            frames.append(rows)
+        if frames:
+            frames[-1]["task_seconds"] = time.perf_counter() - task_start
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def evaluate_layers(backbone: Backbone, tasks: Iterable, config: EncodeConfig, *,
+                    layers: Sequence[int] | None = None, poolings: Sequence[str] | None = None,
+                    progress: bool = True, pair_similarities: dict | None = None) -> pd.DataFrame:
+    """Every (layer, pooling) of a backbone on every task: one forward pass per task text set.
+    ``pair_similarities`` is keyed ``(task, layer, pooling)``."""
+    all_layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
+    layers = all_layers if layers is None else list(layers)
+    poolings = list(poolings or config.poolings)
+    encoders = [({"layer": layer, "pooling": pooling},
+                 StatesEncoder(backbone, config, pooling, layer, progress=progress and i == 0))
+                for i, (pooling, layer) in enumerate((p, x) for p in poolings for x in layers)]
+    return evaluate_encoders(tasks, encoders, progress=progress, pair_similarities=pair_similarities)

@@ -1,0 +1,270 @@
+"""The EmbedFilter experiment: one encode per backbone x prompt, every filter from the cached states.
+
+For each task of a suite the final (post-norm) state is encoded once with the prompt's pooling
+(PromptEOL: last token; Echo: mean over the second copy plus EOS), texts over 512 tokens keep their
+first and last halves (the official code keeps the first and last 256 tokens), and every variant
+(raw, EmbedFilter types and ratios, baselines) is scored by mteb from those cached states. Results
+are stored per task in ``results/embedfilter/`` (a killed run resumes at the first missing task)::
+
+    python -m repro.embedfilter.sweep --backbone smollm2-135m --prompt prompteol --suite compact
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from repro.core.backbones import load_backbone
+from repro.core.encode import EncodeConfig, count_tokens, encode
+from repro.core.evaluate import StatesEncoder, evaluate_encoders
+from repro.embedfilter.filters import make_filter, parse_variant, sweep_variants, unembedding_spectrum
+from repro.pooling_attention.layerwise import task_texts
+from repro.store.paths import data_dir
+from repro.store.results import all_results, decode_array, encode_array, load_or_compute
+from repro.core.tasks import check_task_names, TASKS, data_fingerprint, describe_suite, offline_task, suite_caps
+
+EXPERIMENT = "embedfilter"
+PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
+NLI_FILE = "train/nli_triplets/snli_dev_test_triplets.jsonl"
+
+
+# Quoted from the paper (main table: mean over 49 MTEB datasets x 100; ablation: an ablation subset of
+# tasks, Qwen2.5-0.5B, PromptEOL, ratio 2), as recorded in ../shared/papers/official-code-notes.md from
+# two independent secondary summaries that agree. Never computed here.
+PAPER_SOURCE = "EmbedFilter (arXiv 2606.07502), quoted via two agreeing secondary summaries"
+PAPER_MAIN = [  # backbone, prompt, variant, score
+    ("Qwen2.5-0.5B", "PromptEOL", "raw", 50.07), ("Qwen2.5-0.5B", "PromptEOL", "edge/2", 54.57),
+    ("Qwen2.5-0.5B", "PromptEOL", "edge/4", 53.47), ("Qwen2.5-0.5B", "PromptEOL", "edge/8", 51.43),
+    ("Qwen2.5-0.5B", "Echo", "raw", 46.03), ("Qwen2.5-0.5B", "Echo", "edge/2", 52.55),
+    ("Llama-3.1-8B-Instruct", "PromptEOL", "raw", 55.13), ("Llama-3.1-8B-Instruct", "PromptEOL", "edge/2", 56.79),
+    ("Llama-3.1-8B-Instruct", "Echo", "raw", 53.52), ("Llama-3.1-8B-Instruct", "Echo", "edge/2", 57.70),
+    ("Llama-3.1-8B-Instruct", "Echo", "edge/4", 57.32), ("Llama-3.1-8B-Instruct", "Echo", "edge/8", 56.61),
+    ("Mistral-7B-Instruct-v0.3", "PromptEOL", "raw", 49.47), ("Mistral-7B-Instruct-v0.3", "PromptEOL", "edge/2", 51.50),
+    ("Mistral-7B-Instruct-v0.3", "Echo", "raw", 53.21), ("Mistral-7B-Instruct-v0.3", "Echo", "edge/2", 56.10),
+]
+PAPER_ABLATION = {"raw": 63.04, "truncate/2": 62.56, "rand/2": 63.27, "head/2": 60.34, "tail/2": 67.74,
+                  "mid/2": 59.92, "edge/2": 69.48, "ideal/2": 68.52}  # Qwen2.5-0.5B, PromptEOL, ablation subset
+
+
+def paper_main_table() -> pd.DataFrame:
+    """The paper's published main-table numbers (quoted, labelled as such)."""
+    frame = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
+    return frame.pivot_table(index=["backbone", "prompt"], columns="variant", values="score").reset_index()
+
+
+def mean_scores(scores: pd.DataFrame, by: Sequence[str] = ("backbone", "prompt", "variant")) -> pd.DataFrame:
+    """Mean main score x100 over tasks (a task's subsets averaged first), overall and per category."""
+    per_task = scores.groupby([*by, "category", "task"], as_index=False)["main_score"].mean()
+    per_task["score"] = per_task["main_score"] * 100
+    overall = per_task.groupby(list(by))["score"].agg(["mean", "count"]).rename(columns={"mean": "all tasks", "count": "tasks"})
+    per_cat = per_task.pivot_table(index=list(by), columns="category", values="score", aggfunc="mean")
+    return overall.join(per_cat).reset_index()
+
+
+def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
+    """Per backbone x prompt: each variant vs raw, Wilcoxon signed-rank over tasks (two-sided)."""
+    tests = tests_against(scores, variants, "raw")
+    return tests.drop(columns="against").rename(columns={"mean difference": "mean difference vs raw"})
+
+
+def tests_against(scores: pd.DataFrame, variants: Sequence[str], baseline: str) -> pd.DataFrame:
+    """Per backbone x prompt: each variant vs ``baseline``, Wilcoxon signed-rank over tasks (two-sided)."""
+    from repro.core.stats import wilcoxon_over_tasks
+
+    per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False)["main_score"].mean()
+    rows = []
+    for (b, p), part in per_task.groupby(["backbone", "prompt"]):
+        wide = part.pivot_table(index="task", columns="variant", values="main_score") * 100
+        for v in variants:
+            if v == baseline or v not in wide or baseline not in wide:
+                continue
+            t = wilcoxon_over_tasks(wide[v], wide[baseline])
+            rows.append({"backbone": b, "prompt": p, "variant": v, "against": baseline, "tasks": t["n"],
+                         "mean difference": round(t["mean_difference"], 2),
+                         "wins": int((wide[v] > wide[baseline]).sum()), "losses": int((wide[v] < wide[baseline]).sum()),
+                         "p (Wilcoxon)": t["p"],
+                         "verdict": t["verdict"].replace("first", v).replace("second", baseline)})
+    return pd.DataFrame(rows, columns=["backbone", "prompt", "variant", "against", "tasks", "mean difference", "wins",
+                                       "losses", "p (Wilcoxon)", "verdict"])
+
+
+def best_variant_tests(scores: pd.DataFrame, candidate: str, others: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Is ``candidate`` the best variant? It against each of ``others`` (Wilcoxon over tasks), per backbone x
+    prompt, and a verdict: supported only if it is significantly better than every other one."""
+    tests = pd.concat([tests_against(scores, [candidate], other) for other in others if other != candidate],
+                      ignore_index=True)
+    better = tests["verdict"].eq(f"significant: {candidate} better")
+    worse = tests["verdict"].str.startswith("significant") & ~better
+    summary = tests.assign(better=better, worse=worse).groupby(["backbone", "prompt"]).agg(
+        compared=("against", "size"), significantly_better=("better", "sum"), significantly_worse=("worse", "sum"))
+    summary[f"verdict ({candidate} is the best)"] = [
+        "supported" if r.significantly_better == r.compared else
+        ("contradicted" if r.significantly_worse else "not supported at this scale") for r in summary.itertuples()]
+    return tests, summary
+
+
+def encode_config(backbone, prompt: str, max_length: int = 512) -> EncodeConfig:
+    """The final (post-norm) state only, pooled as the prompt requires, head+tail truncation."""
+    if prompt not in PROMPT_POOLING:
+        raise ValueError(f"EmbedFilter prompts are {', '.join(PROMPT_POOLING)}; got '{prompt}'")
+    return EncodeConfig(prompt=prompt, poolings=(PROMPT_POOLING[prompt],), max_length=max_length,
+                        truncation="head_tail", layers=(backbone.num_layers,))
+
+
+def nli_sentences(n: int, seed: int = 0) -> list[str]:
+    """``n`` distinct sentences (seeded sample) from the NLI triplets, to fit the whitening baseline."""
+    path = data_dir() / NLI_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: the whitening baseline is fitted on the NLI triplets")
+    sentences: set[str] = set()
+    with open(path) as handle:
+        for line in handle:
+            row = json.loads(line)
+            sentences.update(row[k] for k in ("anchor", "positive", "negative"))
+    pool = sorted(sentences)
+    if n > len(pool):
+        raise ValueError(f"asked for {n} NLI sentences, the file has {len(pool)}")
+    return random.Random(seed).sample(pool, n)
+
+
+def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: int = 0,
+                whiten_sentences: int = 2000, progress: bool = False) -> dict[str, object]:
+    """variant name -> map (``None`` for raw). The SVD is cached; whitening encodes NLI sentences once."""
+    kinds = {parse_variant(v)[0] for v in variants}
+    spectrum = unembedding_spectrum(backbone) if kinds - {"raw", "truncate", "randproj", "whiten"} else None
+    fit = None
+    if "whiten" in kinds:
+        states = encode(backbone, nli_sentences(whiten_sentences, seed), config, progress=progress)
+        fit = states[config.poolings[0]][0]
+    return {v: make_filter(v, spectrum=spectrum, whitening_states=fit, d=backbone.hidden_size, seed=seed)
+            for v in variants}
+
+
+def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants: Sequence[str] | None = None,
+                     seed: int = 0, whiten_sentences: int = 2000, recompute: bool = False,
+                     progress: bool = True) -> dict:
+    config = encode_config(backbone, prompt)
+    variants = list(variants or sweep_variants())
+    params = {"backbone": backbone.name, "revision": backbone.revision, "attention": backbone.attention,
+              "task": task_name, "suite": suite, "caps": describe_suite(suite), "prompt": prompt,
+              "encode": config.__dict__ | {"poolings": list(config.poolings), "layers": list(config.layers)},
+              "variants": variants, "seed": seed, "whiten_sentences": whiten_sentences,
+              "data": data_fingerprint(task_name)}
+
+    def compute():
+        start = time.perf_counter()
+        maps = filters_for(backbone, config, variants, seed, whiten_sentences, progress)
+        build_seconds = time.perf_counter() - start
+        pooling = config.poolings[0]
+        encoders = [({"variant": name, "dims": fmap.dims if fmap is not None else backbone.hidden_size},
+                     StatesEncoder(backbone, config, pooling, -1, transform=fmap, label=f"{backbone.name}-{prompt}-{name}",
+                                   progress=progress and i == 0))
+                    for i, (name, fmap) in enumerate(maps.items())]
+        sims: dict = {}
+        rows = evaluate_encoders([offline_task(task_name, suite)], encoders, progress=progress,
+                                 pair_similarities=sims, desc=prompt)
+        timings = {"task_seconds": time.perf_counter() - start, "filter_build_seconds": build_seconds,
+                   "tokens_upper_bound": count_tokens(backbone, task_texts(task_name, suite), config)}
+        extra = {"matches_mteb": TASKS[task_name].matches_mteb}
+        if sims:
+            extra["pair_similarities"] = {variant: encode_array(values) for (_, variant, _dims), values in sims.items()}
+        return rows, timings, extra
+
+    return load_or_compute(EXPERIMENT, params, compute, recompute=recompute)
+
+
+def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", prompt: str = "prompteol",
+                tasks: Sequence[str] | None = None, variants: Sequence[str] | None = None, seed: int = 0,
+                whiten_sentences: int = 2000, recompute: bool = False, progress: bool = True) -> pd.DataFrame:
+    """Scores per (task, variant) for one backbone and prompt."""
+    suite_caps(suite)
+    tasks = check_task_names(tasks)
+    for v in variants or []:
+        parse_variant(v)
+    backbone = load_backbone(backbone_name)
+    encode_config(backbone, prompt)
+    frames = []
+    for name in tasks:
+        record = embedfilter_task(backbone, name, suite, prompt, variants, seed, whiten_sentences, recompute, progress)
+        frame = pd.DataFrame(record["rows"])
+        frame["backbone"], frame["prompt"] = backbone_name, prompt
+        frames.append(frame)
+        if progress:
+            print(f"{backbone_name} {prompt} {name}: done ({record['timings']['task_seconds']:.0f} s)", flush=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def parse_run(text: str) -> tuple[str, str]:
+    """``"backbone:prompt"`` (a notebook parameter) -> ``(backbone, prompt)``, checked."""
+    backbone, sep, prompt = str(text).partition(":")
+    if not sep or not backbone or prompt not in PROMPT_POOLING:
+        raise ValueError(f"a sweep run is 'backbone:prompt' with prompt one of {', '.join(PROMPT_POOLING)}; got {text!r}")
+    return backbone, prompt
+
+
+def sweep_scores(runs: Sequence[tuple[str, str]], suite: str, tasks: Sequence[str] | None,
+                 variants: Sequence[str], recompute: bool = False) -> pd.DataFrame:
+    """The sweeps of several (backbone, prompt) runs on the same tasks, one frame (empty if no runs)."""
+    frames = [embedfilter(b, suite, p, tasks, variants, recompute=recompute, progress=False) for b, p in runs]
+    if not frames:
+        return pd.DataFrame(columns=["backbone", "prompt", "task", "category", "variant", "dims", "main_score"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def describe_sweep(scores: pd.DataFrame, suite: str, label: str = "Scale") -> str:
+    """The scale line printed under every EmbedFilter result: runs, suite caps, tasks per category."""
+    runs = ", ".join(f"{b}/{p}" for b, p in scores[["backbone", "prompt"]].drop_duplicates().itertuples(index=False))
+    n_tasks = scores.groupby("category")["task"].nunique()
+    return (f"{label}: {runs}; suite '{suite}' caps {describe_suite(suite)}; {scores.task.nunique()} tasks "
+            f"({', '.join(f'{c}: {n}' for c, n in n_tasks.items())}); final-layer state, fp32, 2 CPU cores; "
+            "scores are mteb main scores x100.")
+
+
+def stored_scores(suite: str = "compact") -> pd.DataFrame:
+    """Every stored EmbedFilter row of a suite, with backbone and prompt columns."""
+    frames = []
+    for record in all_results(EXPERIMENT):
+        p = record["params"]
+        if p["suite"] != suite or p["data"] != data_fingerprint(p["task"]):
+            continue
+        frame = pd.DataFrame(record["rows"])
+        frame["backbone"], frame["prompt"] = p["backbone"], p["prompt"]
+        frame["task_seconds_total"] = record["timings"]["task_seconds"]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def stored_pair_similarities(suite: str = "compact") -> dict[tuple[str, str, str, str], np.ndarray]:
+    """(backbone, prompt, task, variant) -> per-pair cosine similarities of the STS tasks."""
+    out = {}
+    for record in all_results(EXPERIMENT):
+        p = record["params"]
+        if p["suite"] == suite and p["data"] == data_fingerprint(p["task"]):  # never pair stale data with gold
+            for variant, blob in record.get("pair_similarities", {}).items():
+                out[(p["backbone"], p["prompt"], p["task"], variant)] = decode_array(blob)
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backbone", default="smollm2-135m")
+    parser.add_argument("--prompt", default="prompteol", choices=sorted(PROMPT_POOLING))
+    parser.add_argument("--suite", default="compact")
+    parser.add_argument("--tasks", nargs="*")
+    parser.add_argument("--variants", nargs="*", help="default: raw, edge/1,2,4,8 and every type/baseline at 2")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--recompute", action="store_true")
+    args = parser.parse_args(argv)
+    df = embedfilter(args.backbone, args.suite, args.prompt, args.tasks, args.variants, args.seed,
+                     recompute=args.recompute)
+    print(df.groupby("variant")["main_score"].mean().sort_values().to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The result store: ``results/<experiment>/<key>.json``, small, committed, with provenance.
+
+A result holds its parameters, its rows (a tidy table), timings and provenance: package versions,
+git commit (and whether the tree was dirty), data fingerprints, machine, date. Writes are atomic;
+:func:`load_or_compute` returns the stored result for the exact parameters or computes and stores it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from repro.store.atomic import write_json
+from repro.store.paths import REPO_ROOT, results_dir
+
+PACKAGES = ("torch", "transformers", "mteb", "sentence-transformers", "numpy", "scikit-learn", "scipy",
+            "pandas", "peft", "accelerate", "gguf")
+
+
+def encode_array(values) -> str:
+    """A 1-D array as base64 of float16 (compact enough to commit: ~2 bytes a value)."""
+    import base64
+
+    import numpy as np
+
+    return base64.b64encode(np.asarray(values, dtype=np.float16).tobytes()).decode()
+
+
+def decode_array(blob: str):
+    import base64
+
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(blob), dtype=np.float16).astype(np.float32)
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    out["python"] = platform.python_version()
+    return out
+
+
+def git_state() -> dict:
+    def run(*args):
+        try:
+            return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    return {"commit": run("rev-parse", "HEAD") or None, "dirty": bool(run("status", "--porcelain", "--", "repro"))}
+
+
+def provenance() -> dict:
+    return {
+        "packages": package_versions(),
+        "git": git_state(),
+        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "lane": os.environ.get("REPRO_LANE") or None,  # which of several processes sharing a page computed it
+    }
+
+
+def params_key(params: dict) -> str:
+    blob = json.dumps(params, sort_keys=True, default=str)
+    slug = "-".join(str(params[k]) for k in sorted(params) if isinstance(params[k], (str, int)) and k in
+                    ("attention", "backbone", "model", "prompt", "suite", "task"))
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", slug)[:80]
+    return f"{slug + '-' if slug else ''}{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+
+def result_path(experiment: str, params: dict) -> Path:
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", experiment):
+        raise ValueError(f"experiment names use letters, digits, '.', '_' and '-' only: {experiment!r}")
+    return results_dir() / experiment / f"{params_key(params)}.json"
+
+
+def save_result(experiment: str, params: dict, rows: pd.DataFrame, *, timings: dict | None = None,
+                extra: dict | None = None) -> Path:
+    path = result_path(experiment, params)
+    record = {
+        "experiment": experiment,
+        "params": params,
+        "rows": json.loads(rows.to_json(orient="records")),
+        "timings": timings or {},
+        "provenance": provenance(),
+        **(extra or {}),
+    }
+    write_json(path, record)
+    return path
+
+
+def load_result(experiment: str, params: dict) -> dict | None:
+    path = result_path(experiment, params)
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    if json.loads(json.dumps(record["params"], default=str)) != json.loads(json.dumps(params, default=str)):
+        raise ValueError(f"{path} holds other parameters than asked (hash collision?)")
+    return record
+
+
+def rows_of(record: dict) -> pd.DataFrame:
+    return pd.DataFrame(record["rows"])
+
+
+def load_or_compute(experiment: str, params: dict, compute: Callable[[], tuple[pd.DataFrame, dict, dict]],
+                    recompute: bool = False) -> dict:
+    """The stored result for ``params``, or ``compute()`` -> (rows, timings, extra), stored and returned.
+    The computation holds a lock on the result, so another process (a lane, :mod:`repro.store.lanes`) that asks for
+    it meanwhile waits and then loads it instead of computing it again."""
+    from repro.store.lanes import exclusive
+
+    if not recompute:
+        record = load_result(experiment, params)
+        if record is not None:
+            return record
+    with exclusive(str(result_path(experiment, params))):
+        record = None if recompute else load_result(experiment, params)  # stored by another lane meanwhile?
+        if record is None:
+            rows, timings, extra = compute()
+            save_result(experiment, params, rows, timings=timings, extra=extra)
+            record = load_result(experiment, params)
+    return record
+
+
+def all_results(experiment: str) -> list[dict]:
+    folder = results_dir() / experiment
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []

@@ -8,9 +8,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from repro.autoregembed import method as ar
-from repro.autoregembed.method import (AlignConfig, CompressConfig, TextIds, alignment_loss_from_scores, alignment_scores,
-                                build_autoreg, divergence, load_encoder, train_alignment, train_compression)
+from repro.autoregembed import config as ar_config
+from repro.autoregembed import data as ar_data
+from repro.autoregembed import model as ar_model
+from repro.autoregembed import objectives as ar_objectives
+from repro.autoregembed import train as ar_train
+from repro.autoregembed.config import AlignConfig, CompressConfig
+from repro.autoregembed.model import TextIds, build_autoreg
+from repro.autoregembed.objectives import alignment_loss_from_scores, alignment_scores, divergence
+from repro.autoregembed.train import load_encoder, train_alignment, train_compression
 
 from conftest import tiny_backbone
 
@@ -62,7 +68,8 @@ def test_decoder_is_the_frozen_original_and_log_probs_match_transformers_loss(ti
 
 def test_uninformative_reconstruction_ignores_the_encoder_and_is_stored(tiny_dir, tmp_path, monkeypatch):
     from repro.autoregembed.experiments import UNINFORMATIVE_EXPERIMENT, uninformative_reconstruction
-    from repro.autoregembed.method import read_instructions, validation_reconstruction
+    from repro.autoregembed.data import read_instructions
+    from repro.autoregembed.train import validation_reconstruction
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
     config = _compress(tiny_dir)
@@ -131,7 +138,7 @@ def test_bad_settings_are_refused(tiny_dir):
     with pytest.raises(ValueError, match="finetune"):
         CompressConfig(finetune="half")
     with pytest.raises(ValueError, match="exceeds"):
-        ar.split_align(AlignConfig(compress=None, backbone="x", train_examples=10 ** 6))
+        ar_data.split_align(AlignConfig(compress=None, backbone="x", train_examples=10 ** 6))
     with pytest.raises(ValueError, match="positive integer"):
         CompressConfig(steps=0)
     with pytest.raises(ValueError, match="max_grad_norm"):
@@ -152,21 +159,21 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
     full = train_alignment(config, tmp_path / "a", tmp_path / "c" / "final", progress=False)
     assert "validation_sts" in full["history"][-1] and full["tokens_seen"] > 0
     reference = torch.load(tmp_path / "a" / "reference.pt")
-    assert set(reference["scores"]) == set(ar.reference_terms(4))
-    assert reference["index"] == ar.seen_indices(32, config)
+    assert set(reference["scores"]) == set(ar_objectives.reference_terms(4))
+    assert reference["index"] == ar_objectives.seen_indices(32, config)
 
     model, loaded = load_encoder(tmp_path / "a" / "final")
     assert loaded == config
     texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
     items = ["A man is playing a guitar.", "Rain tomorrow.", ""]
-    emb = ar.embed_texts(model, texts, items)
+    emb = ar_model.embed_texts(model, texts, items)
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1, atol=1e-5)
     stage1, _ = load_encoder(tmp_path / "c" / "final")
-    assert not np.allclose(ar.embed_texts(stage1, texts, items), emb)  # stage 2 changed the encoder
+    assert not np.allclose(ar_model.embed_texts(stage1, texts, items), emb)  # stage 2 changed the encoder
 
     # killed after its first checkpoint, the run resumes and ends with the same weights
     calls = {"n": 0}
-    original = ar.alignment_loss_from_scores
+    original = ar_objectives.alignment_loss_from_scores
 
     def dies(*args, **kwargs):
         calls["n"] += 1
@@ -174,15 +181,15 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
             raise KeyboardInterrupt("killed")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(ar, "alignment_loss_from_scores", dies)
+    monkeypatch.setattr(ar_objectives, "alignment_loss_from_scores", dies)
     with pytest.raises(KeyboardInterrupt):
         train_alignment(config, tmp_path / "killed", tmp_path / "c" / "final", progress=False)
-    monkeypatch.setattr(ar, "alignment_loss_from_scores", original)
+    monkeypatch.setattr(ar_objectives, "alignment_loss_from_scores", original)
     assert (tmp_path / "killed" / "checkpoint").is_dir()  # what a killed run resumes from
     train_alignment(config, tmp_path / "killed", tmp_path / "c" / "final", progress=False)
     assert not (tmp_path / "killed" / "checkpoint").exists()
     resumed, _ = load_encoder(tmp_path / "killed" / "final")
-    np.testing.assert_allclose(ar.embed_texts(resumed, texts, items), emb, atol=1e-5)
+    np.testing.assert_allclose(ar_model.embed_texts(resumed, texts, items), emb, atol=1e-5)
     with pytest.raises(ValueError, match="another configuration"):
         train_alignment(_align(tiny_dir, compress, beta=0.2), tmp_path / "killed", tmp_path / "c" / "final",
                         progress=False)
@@ -200,7 +207,7 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     used = []
     original = ex.embed_texts
 
-    def spy(model, texts, items, prompt=ar.QUERY_PROMPT, *args, **kwargs):
+    def spy(model, texts, items, prompt=ar_config.QUERY_PROMPT, *args, **kwargs):
         used.append(prompt)
         return original(model, texts, items, prompt, *args, **kwargs)
 
@@ -208,7 +215,7 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     config = _align(tiny_dir, _compress(tiny_dir), steps=2, checkpoint_every=5)
     frame = ex.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
     assert set(frame["task"]) == {"STSBenchmark", "SciFact"} and frame["main_score"].notna().all()
-    assert ar.PASSAGE_PROMPT in used and ar.QUERY_PROMPT in used
+    assert ar_config.PASSAGE_PROMPT in used and ar_config.QUERY_PROMPT in used
     stages = sorted(r["params"]["stage"] for r in all_results(ex.RUNS_EXPERIMENT))
     assert stages == ["align", "compress"]  # stage 2 trained its stage 1 first
     scores = all_results(ex.SCORES_EXPERIMENT)
@@ -216,7 +223,7 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     assert any("pair_similarities" in r for r in scores)
     # the stage-2 run records which stage-1 weights it started from: those scored as "compression only"
     stage1_model, _ = ex.train_or_load_autoreg(config.compress, progress=False)
-    start = ar.encoder_digest(stage1_model)
+    start = ar_train.encoder_digest(stage1_model)
     assert ex.stage1_provenance([config]) == ("All 1 stored stage-2 runs start from the same stage-1 weights "
                                               f"(sha256 {start}).")
     assert ex.stage1_provenance([config], scored_stage1=start).endswith(f"from those same weights ({start}).")
@@ -304,7 +311,7 @@ def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny
     assert (probe["triplets"] == 6).all() and 0 <= probe.loc["a > b", AFTER] <= 1
     # by hand, from the stage-1 model on the same held-out triplets (never the training ones)
     stage1, _ = ex.train_or_load_autoreg(config.compress, progress=False)
-    train_rows, held = ar.split_align(config)
+    train_rows, held = ar_data.split_align(config)
     assert not {r["query"] for r in held[:6]} & {r["query"] for r in train_rows}
     terms = alignment_terms(stage1, config, held[:6])
     assert terms.shape == (6, 4) and (terms.to_numpy() < 0).all()  # summed log-probabilities
@@ -406,13 +413,13 @@ PAGE_KEYS = ("profile", "backbone", "suite", "finetune", "compress_steps", "comp
 
 
 def test_stage1_can_autoencode_wikipedia_paragraphs(tiny_dir, tmp_path):
-    rows = ar.read_stage1("autoencode")
+    rows = ar_data.read_stage1("autoencode")
     assert len(rows) > 1000 and all(r["output"] == r["context"] and not r["instruction"] for r in rows[:50])
-    assert rows == ar.read_stage1("autoencode")  # a fixed shuffle: the same held-out paragraphs every time
+    assert rows == ar_data.read_stage1("autoencode")  # a fixed shuffle: the same held-out paragraphs every time
     with pytest.raises(ValueError, match="unknown stage-1 data"):
         CompressConfig(data="books")
     with pytest.raises(ValueError, match="unknown stage-1 data"):
-        ar.read_stage1("books")
+        ar_data.read_stage1("books")
     config = _compress(tiny_dir, data="autoencode", steps=1)
     run = train_compression(config, tmp_path / "c", progress=False)
     assert run["examples_seen"] == config.batch_size and run["history"][0]["validation_loss"] > 0

@@ -142,7 +142,7 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
     matplotlib.use("Agg")
     from repro.store import results
     from repro.autoregembed.experiments import RUNS_EXPERIMENT, run_params
-    from repro.autoregembed.method import AlignConfig, CompressConfig
+    from repro.autoregembed.config import AlignConfig, CompressConfig
     from repro.training.curves import autoreg_training_curves, plot_autoreg_training_curves
 
     compress = CompressConfig(steps=4)

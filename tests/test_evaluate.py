@@ -5,9 +5,8 @@ import pytest
 
 from repro.pooling_attention import layerwise as layerwise_module
 from repro.core.encode import EncodeConfig
-from repro.core.evaluate import StatesEncoder, evaluate_layers, run_mteb
+from repro.core.evaluate import evaluate_layers, run_mteb
 from repro.core.reference import PUBLISHED, comparison_table, load_minilm
-from repro.store.results import load_result
 from repro.core.tasks import offline_task, suite_tasks
 
 pytestmark = pytest.mark.integration

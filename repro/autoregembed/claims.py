@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments import PAPER_ABLATIONS, grid_cells, grid_label
-from repro.autoregembed.method import AlignConfig
 from repro.core.comparison import claims_table
 
 FULL_VARIANT = "full (Eq. 2, sigmoid)"

@@ -22,15 +22,26 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import pandas as pd
 
-from repro.autoregembed.method import (NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, AlignConfig, CompressConfig, TextIds,
-                                embed_texts, encoder_digest, load_encoder, train_alignment,
-                                train_compression)
+from repro.autoregembed.config import (
+    NEXT_INSTRUCTION,
+    PASSAGE_PROMPT,
+    QUERY_PROMPT,
+    AlignConfig,
+    CompressConfig,
+)
+from repro.autoregembed.model import TextIds, embed_texts
+from repro.autoregembed.train import (
+    encoder_digest,
+    load_encoder,
+    train_alignment,
+    train_compression,
+)
 from repro.core.evaluate import CosineSimilarity, _model_meta, _texts_from
+from repro.core.tasks import STS_TASKS
+from repro.pooling_attention.trained import evaluate_per_task, runs_dir, train_run_once
 from repro.store.lanes import in_lane_order
 from repro.store.results import load_or_compute, load_result, params_key
-from repro.core.tasks import STS_TASKS
 from repro.training.contrastive import config_identity
-from repro.pooling_attention.trained import evaluate_per_task, runs_dir, train_run_once
 
 if TYPE_CHECKING:
     from repro.training.contrastive import TrainConfig
@@ -93,7 +104,9 @@ def uninformative_reconstruction(compress: CompressConfig, recompute: bool = Fal
     """Stage 1's reference line: the held-out reconstruction loss (the same ``validation_examples`` rows the
     run validates on) of the frozen decoder given an uninformative memory, the untrained model's compression
     tokens for every text (:func:`repro.autoregembed.method.validation_reconstruction`); stored."""
-    from repro.autoregembed.method import TextIds, build_autoreg, read_stage1, validation_reconstruction
+    from repro.autoregembed.data import read_stage1
+    from repro.autoregembed.model import TextIds, build_autoreg
+    from repro.autoregembed.train import validation_reconstruction
 
     identity = config_identity(compress)  # (a setting added later is in the key only when not at its default)
     params = {name: identity[name] for name in ("backbone", "compression_tokens", "max_length", "target_max_length",
@@ -117,7 +130,8 @@ def stage1_data_profile(compress: CompressConfig) -> pd.Series:
     memory that carries little of the text."""
     import numpy as np
 
-    from repro.autoregembed.method import read_stage1, seen_indices
+    from repro.autoregembed.data import read_stage1
+    from repro.autoregembed.objectives import seen_indices
     from repro.core.backbones import load_backbone
 
     rows = read_stage1(compress.data)[compress.validation_examples:]
@@ -223,8 +237,14 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
     from repro.core.backbones import load_backbone
     from repro.core.encode import EncodeConfig
     from repro.core.evaluate import StatesEncoder, evaluate_encoders
+    from repro.core.tasks import (
+        check_task_names,
+        data_fingerprint,
+        describe_suite,
+        offline_task,
+        suite_caps,
+    )
     from repro.store.results import encode_array
-    from repro.core.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
 
     suite_caps(suite)
     tasks = check_task_names(list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS)
@@ -349,7 +369,8 @@ STAGE1_DESCRIPTION = {"instruction": "instruction examples (T0 + self-instruct, 
 def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> str:
     """The scale and deviations line every Paper 3 page prints under its results, built from the configs
     (``contrastive``: also how the contrastive baselines are trained)."""
-    from repro.autoregembed.method import seen_indices, split_align
+    from repro.autoregembed.data import split_align
+    from repro.autoregembed.objectives import seen_indices
     from repro.core.tasks import describe_suite
 
     compress = base.compress

@@ -55,7 +55,13 @@ def measure_here(objective: str, batch_size: int, backbone: str, steps: int, max
             d = model(*collate([r["positive"] for r in chunk] + [r["negative"] for r in chunk]))
             return info_nce(q, d[:len(chunk)], d[len(chunk):], config.temperature)
     else:
-        from repro.autoregembed.method import AlignConfig, TextIds, align_batch, alignment_loss, build_autoreg, reference_terms
+        from repro.autoregembed.config import AlignConfig
+        from repro.autoregembed.model import TextIds, build_autoreg
+        from repro.autoregembed.objectives import (
+            align_batch,
+            alignment_loss,
+            reference_terms,
+        )
 
         config = AlignConfig(compress=None, backbone=backbone, finetune="lora", batch_size=batch_size,
                              max_length=max_length)

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.autoregembed.method import AlignConfig, TextIds, encoder_digest, reference_scores, split_align
-from repro.store.results import load_or_compute
+from repro.autoregembed.config import AlignConfig
+from repro.autoregembed.data import split_align
+from repro.autoregembed.model import TextIds
+from repro.autoregembed.objectives import reference_scores
+from repro.autoregembed.train import encoder_digest
 from repro.core.stats import paired_bootstrap_mean, wilcoxon_over_tasks
+from repro.store.results import load_or_compute
 
 PROBE_EXPERIMENT = "autoreg_probe"
 TERMS = {("p", "q"): "log p(d+|e_q)", ("n", "q"): "log p(d-|e_q)", ("p", "p"): "log p(d+|e_d+)",

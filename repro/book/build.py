@@ -16,7 +16,6 @@ import argparse
 import ast
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile

@@ -25,7 +25,7 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import ClassVar
 from pathlib import Path
 

@@ -1,0 +1,126 @@
+"""AutoRegEmbed's settings: stage 1 (:class:`CompressConfig`) and stage 2 (:class:`AlignConfig`), checked on construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+INSTRUCTION_FILES = (
+    "train/instruction/t0_train_50k_one_template_per_dataset.jsonl",
+    "train/instruction/self_instruct_seed_tasks.jsonl",
+    "train/instruction/self_instruct_user_oriented_instructions.jsonl",
+)
+ALIGN_DATA = {"nli": "nli", "medi-nli": "medi-nli"}
+# stage 1: "instruction" = context + instruction -> the answer (T0, self-instruct); "autoencode" = a Wikipedia
+# paragraph -> its own first tokens (ICAE-style autoencoding: the memory must carry the text itself)
+STAGE1_DATA = ("instruction", "autoencode")
+AUTOENCODE_FILE = "train/unsup_text/wikitext2_raw_test_paragraphs.jsonl"
+FINETUNE = ("full", "lora")
+SQUASH = ("sigmoid", "tanh", "logsigmoid")
+DIVERGENCE = ("logprob", "kl", "js")
+REFERENCE_SIGN = ("paper", "code")
+NEXT_INSTRUCTION = 'This sentence means in one word: "'  # the paper's I_next = I_self for symmetric tasks
+QUERY_PROMPT = "autoregembed-instruction"  # "{text}\n{instruction}" (+ the encoder's newline)
+PASSAGE_PROMPT = "autoregembed-passage"  # retrieval documents at inference
+
+
+@dataclass
+class StageConfig:
+    """What both stages share: the encoder, its optimisation, and the run's bookkeeping."""
+
+    backbone: str = "smollm2-135m"
+    finetune: str = "full"  # "full" (the paper) or "lora" (peft, r/alpha/dropout below)
+    compression_tokens: int = 5
+    steps: int = 100
+    batch_size: int = 8
+    lr: float = 2e-5
+    warmup_steps: int = 10
+    weight_decay: float = 0.0
+    schedule: str = "cosine"
+    max_length: int = 64  # encoder input tokens, compression tokens excluded
+    target_max_length: int = 48
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    seed: int = 0
+    eval_every: int = 50
+    checkpoint_every: int = 50
+    max_grad_norm: float | None = 1.0  # clip the global gradient norm (the transformers Trainer's default); None: off
+
+    def __post_init__(self):
+        _check_common(self)
+
+
+@dataclass
+class CompressConfig(StageConfig):
+    """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
+    model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
+
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data",)
+
+    steps: int = 200
+    lr: float = 1e-4
+    max_length: int = 160  # context + instruction
+    validation_examples: int = 64
+    data: str = "instruction"  # STAGE1_DATA: the instruction sets (the issue's) or autoencoding Wikipedia paragraphs
+
+    def __post_init__(self):
+        _check_common(self)
+        if self.data not in STAGE1_DATA:
+            raise ValueError(f"unknown stage-1 data '{self.data}'; valid: {', '.join(STAGE1_DATA)}")
+
+
+@dataclass
+class AlignConfig(StageConfig):
+    """Stage 2 (conditional distribution alignment); ``compress=None`` starts from the raw backbone with
+    fresh compression tokens (the "remove compression" ablation)."""
+
+    compress: CompressConfig | None = field(default_factory=CompressConfig)
+    lr: float = 5e-6  # the official code's; at 2e-5 our stage 2 diverged (rising loss, STS-B dev 68 -> 47 in 50 steps)
+    data: str = "nli"
+    train_examples: int = 0  # 0 = every training triplet; n = a seeded subset of n triplets (data efficiency)
+    validation_triplets: int = 300
+    validation_sts_pairs: int = 300
+    beta: float = 0.1
+    temperature: float = 0.05  # the paper; the official code uses 0.1
+    squash: str = "sigmoid"
+    divergence: str = "logprob"
+    reference_sign: str = "paper"
+    strategy: int = 0  # 0 = the paper's loss; 1..4 = the appendix's alternatives
+    anchor_weight: float = 0.5  # strategy 2: weight of the d+ anchor (1 - weight on the q anchor)
+    instruction: str = NEXT_INSTRUCTION
+
+    def __post_init__(self):
+        if isinstance(self.compress, dict):
+            self.compress = CompressConfig(**self.compress)
+        _check_common(self)
+        if self.compress is not None:
+            for name in ("backbone", "finetune", "compression_tokens"):
+                if getattr(self.compress, name) != getattr(self, name):
+                    raise ValueError(f"stage 2 {name}={getattr(self, name)!r} differs from stage 1's "
+                                     f"{getattr(self.compress, name)!r}")
+        if self.data not in ALIGN_DATA:
+            raise ValueError(f"unknown alignment data '{self.data}'; valid: {', '.join(ALIGN_DATA)}")
+        for name, valid in (("squash", SQUASH), ("divergence", DIVERGENCE), ("reference_sign", REFERENCE_SIGN)):
+            if getattr(self, name) not in valid:
+                raise ValueError(f"unknown {name} '{getattr(self, name)}'; valid: {', '.join(valid)}")
+        if self.strategy not in (0, 1, 2, 3, 4):
+            raise ValueError(f"strategy must be 0 (the paper's loss) or 1..4, got {self.strategy!r}")
+        if not (isinstance(self.train_examples, int) and self.train_examples >= 0):
+            raise ValueError(f"train_examples must be an integer >= 0 (0 = all), got {self.train_examples!r}")
+        if not self.temperature > 0 or not self.beta > 0 or not 0 <= self.anchor_weight <= 1:
+            raise ValueError("temperature and beta must be positive and anchor_weight in [0, 1]")
+
+
+def _check_common(config) -> None:
+    if config.finetune not in FINETUNE:
+        raise ValueError(f"unknown finetune '{config.finetune}'; valid: {', '.join(FINETUNE)}")
+    for name in ("compression_tokens", "steps", "batch_size", "max_length", "target_max_length", "eval_every",
+                 "checkpoint_every", "lora_r"):
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not config.lr > 0:
+        raise ValueError("lr must be positive")
+    if config.max_grad_norm is not None and not config.max_grad_norm > 0:
+        raise ValueError(f"max_grad_norm must be positive or None (no clipping), got {config.max_grad_norm!r}")

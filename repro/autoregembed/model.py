@@ -1,0 +1,174 @@
+"""AutoRegEmbed's model: an encoder whose compression-token states a frozen decoder reads; inference embeddings."""
+
+from __future__ import annotations
+
+import copy
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from repro.autoregembed.config import NEXT_INSTRUCTION, QUERY_PROMPT
+from repro.autoregembed.objectives import OBJECTIVES
+from repro.core.backbones import load_backbone
+from repro.core.encode import EncodeConfig, Tokenizer, _batches, _eos_id, _pad_id
+from repro.core.prompts import get_prompt
+from repro.training.contrastive import (
+    LORA_TARGETS,
+    pad_right,
+)
+
+
+class TextIds:
+    """Encoder inputs ``render(text) + "\\n"`` (prompt-aware truncation of :mod:`repro.core.encode`) and targets
+    ``text + EOS``, as lists of token ids."""
+
+    def __init__(self, tokenizer, max_length: int, target_max_length: int):
+        self.tok = tokenizer
+        self.max_length, self.target_max_length = max_length, target_max_length
+        self.newline = tokenizer("\n", add_special_tokens=False).input_ids
+        self.eos = _eos_id(tokenizer)
+        self.pad = _pad_id(tokenizer)
+        self._tokenizers: dict[str, Tokenizer] = {}
+
+    def encoder(self, text: str, prompt: str = "none-noeos", instruction: str = "") -> list[int]:
+        """Token ids of ``prompt`` rendered with ``text`` (and ``instruction``), then a newline."""
+        key = f"{prompt}\0{instruction}"
+        if key not in self._tokenizers:
+            config = EncodeConfig(prompt=prompt, max_length=self.max_length - len(self.newline),
+                                  truncation="head_tail", instruction=instruction)
+            self._tokenizers[key] = Tokenizer(self.tok, get_prompt(prompt), config)
+        return self._tokenizers[key](text).ids + self.newline
+
+    def target(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"texts must be str, got {type(text).__name__}")
+        ids = self.tok(text, add_special_tokens=False).input_ids[:self.target_max_length - 1]
+        return ids + [self.eos]
+
+    def pad_batch(self, items: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        return pad_right(items, self.pad)
+
+
+def query_text(text: str, instruction: str) -> str:
+    """``context \\n instruction`` (the encoder adds the final newline)."""
+    return f"{text}\n{instruction}" if instruction else text
+
+
+class AutoRegModel(nn.Module):
+    """Trainable encoder (full or LoRA) + compression-token embeddings + the frozen original decoder."""
+
+    def __init__(self, backbone, finetune: str, compression_tokens: int, decoder: nn.Module | None):
+        super().__init__()
+        self.backbone_ref = [backbone]
+        self.lm = backbone.model
+        self.finetune = finetune
+        self.decoder_ref = [decoder]  # frozen copy (full fine-tuning); None = the LoRA model, adapters off
+        table = self.lm.get_input_embeddings().weight.detach()
+        generator = torch.Generator().manual_seed(0)
+        start = table.mean(0, keepdim=True) + 1e-3 * table.std(0, keepdim=True) * torch.randn(
+            compression_tokens, table.shape[1], generator=generator)
+        self.compression = nn.Parameter(start.to(table.device))
+
+    @property
+    def backbone(self):
+        return self.backbone_ref[0]
+
+    @property
+    def k(self) -> int:
+        return int(self.compression.shape[0])
+
+    def memory(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``[B, k, d]``: the encoder's final states at the compression positions after each text."""
+        embed = self.lm.get_input_embeddings()
+        batch, width = ids.shape
+        lengths = mask.sum(1)
+        inputs = torch.cat([embed(ids), torch.zeros(batch, self.k, embed.embedding_dim, device=ids.device)], 1)
+        rows = torch.arange(batch, device=ids.device)[:, None]
+        cols = lengths[:, None] + torch.arange(self.k, device=ids.device)[None]
+        inputs = inputs.index_put((rows, cols), self.compression.unsqueeze(0).expand(batch, -1, -1))
+        full_mask = (torch.arange(width + self.k, device=ids.device)[None] < (lengths + self.k)[:, None]).long()
+        out = self.lm.get_decoder()(inputs_embeds=inputs, attention_mask=full_mask, use_cache=False)
+        return out.last_hidden_state[rows, cols]
+
+    def embed(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The inference embedding: mean of the compression states, L2-normalised."""
+        return F.normalize(self.memory(ids, mask).mean(1), dim=-1)
+
+    def _decoder_call(self, fn):
+        decoder = self.decoder_ref[0]
+        if decoder is not None:
+            return fn(decoder)
+        with self.lm.disable_adapter():
+            return fn(self.lm)
+
+    def target_log_probs(self, memory: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
+                         full: bool = False) -> torch.Tensor:
+        """Summed log p(target | memory) per row (``full``: the ``[B, T, V]`` next-token log-distributions)."""
+        k, width = memory.shape[1], ids.shape[1]
+
+        def run(lm):
+            inputs = torch.cat([memory, lm.get_input_embeddings()(ids)], 1)
+            attention = torch.cat([torch.ones(ids.shape[0], k, dtype=mask.dtype, device=ids.device), mask], 1)
+            hidden = lm.get_decoder()(inputs_embeds=inputs, attention_mask=attention, use_cache=False)
+            # the state at position k-1+t predicts target token t; lm_head only on those positions
+            return lm.get_output_embeddings()(hidden.last_hidden_state[:, k - 1:k - 1 + width]).float()
+
+        log_probs = torch.log_softmax(self._decoder_call(run), dim=-1)
+        if full:
+            return log_probs
+        picked = log_probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+        return (picked * mask).sum(1)
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        return OBJECTIVES[batch["objective"]](self, batch)
+
+
+def build_autoreg(config, device: str | None = None) -> AutoRegModel:
+    """Encoder (the backbone, full or LoRA), a frozen copy of the original as decoder, compression tokens."""
+    torch.manual_seed(config.seed)
+    backbone = load_backbone(config.backbone, device=device)
+    quantizer = getattr(backbone.model, "hf_quantizer", None)
+    if quantizer is not None:
+        quantizer.remove_quantization_config(backbone.model)
+    decoder = None
+    if config.finetune == "full":
+        decoder = copy.deepcopy(backbone.model).eval()
+        for p in decoder.parameters():
+            p.requires_grad_(False)
+        for p in backbone.model.parameters():
+            p.requires_grad_(True)
+        backbone.model.get_output_embeddings().weight.requires_grad_(False)  # lm_head is never used by the encoder
+        if backbone.model.get_output_embeddings().weight is backbone.model.get_input_embeddings().weight:
+            backbone.model.get_input_embeddings().weight.requires_grad_(True)  # tied: the encoder uses it
+    else:
+        from peft import LoraConfig, get_peft_model
+
+        lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                          target_modules=list(LORA_TARGETS), bias="none")
+        backbone.model = get_peft_model(backbone.model, lora)
+    model = AutoRegModel(backbone, config.finetune, config.compression_tokens, decoder)
+    return model.to(next(backbone.model.parameters()).device)
+
+
+def embed_texts(model: AutoRegModel, texts: TextIds, items: list[str], prompt: str = QUERY_PROMPT,
+                instruction: str = NEXT_INSTRUCTION, batch_tokens: int = 4096, max_batch: int = 64) -> np.ndarray:
+    """Inference embeddings of ``items`` rendered with ``prompt`` (length-sorted batches, no gradients)."""
+    dim = model.backbone.hidden_size
+    if not items:
+        return np.zeros((0, dim), dtype=np.float32)
+    ids = [texts.encoder(t, prompt, instruction) for t in items]
+    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+    out = np.zeros((len(ids), dim), dtype=np.float32)
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        for positions in _batches([len(ids[i]) for i in order], batch_tokens, max_batch):
+            group = [order[p] for p in positions]
+            tensor, mask = texts.pad_batch([ids[i] for i in group])
+            device = model.compression.device
+            out[group] = model.embed(tensor.to(device), mask.to(device)).float().cpu().numpy()
+    model.train(was)
+    return out

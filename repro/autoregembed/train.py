@@ -1,0 +1,190 @@
+"""Training AutoRegEmbed's two stages through the shared loop (:func:`repro.training.loop.run_training`), saving
+and loading the encoder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import torch
+
+from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig
+from repro.autoregembed.data import read_stage1, split_align
+from repro.autoregembed.model import (
+    AutoRegModel,
+    TextIds,
+    build_autoreg,
+    embed_texts,
+    query_text,
+)
+from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
+from repro.store.atomic import atomic_path, write_json
+from repro.store.fingerprint import weights_digest
+from repro.training.contrastive import (
+    batch_indices,
+    config_identity,
+    make_accelerator,
+    run_training,
+    validation_sts,
+)
+
+
+def _load_encoder_weights(model: AutoRegModel, folder: Path) -> None:
+    state = torch.load(folder / "encoder.pt", map_location="cpu")
+    with torch.no_grad():
+        params = dict(model.named_parameters())
+        for name, value in state.items():
+            params[name].copy_(value)
+
+
+def save_encoder(model: AutoRegModel, config, folder: Path) -> None:
+    """The trainable weights (whole encoder or LoRA + compression tokens) and the config."""
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad}
+    with atomic_path(folder / "encoder.pt") as tmp:
+        torch.save(state, tmp)
+    write_json(folder / "config.json", {"stage": "align" if isinstance(config, AlignConfig) else "compress",
+                                        "config": asdict(config)})
+
+
+def load_encoder(folder: str | Path, device: str | None = None) -> tuple[AutoRegModel, CompressConfig | AlignConfig]:
+    """Rebuild a trained encoder saved by :func:`save_encoder` (same build path as training)."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder} is not a saved AutoRegEmbed encoder (no config.json)")
+    saved = json.loads((folder / "config.json").read_text())
+    cls = AlignConfig if saved["stage"] == "align" else CompressConfig
+    config = cls(**{f.name: saved["config"][f.name] for f in fields(cls) if f.name in saved["config"]})
+    model = build_autoreg(config, device=device)
+    _load_encoder_weights(model, folder)
+    model.eval()
+    return model, config
+
+
+def validation_reconstruction(model: AutoRegModel, texts: TextIds, rows: list[dict], informative: bool = True) -> float:
+    """Held-out stage-1 loss (token-mean cross-entropy), no gradients. ``informative=False``: the decoder gets
+    the same memory for every text (the k compression-token embeddings themselves), the loss a memory that
+    carries no information about the text reaches; a stage 1 that compresses goes below it."""
+    was = model.training
+    model.eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for start in range(0, len(rows), 16):
+            batch = compress_batch(texts, rows[start:start + 16], model.compression.device)
+            memory = (model.memory(batch["ids"], batch["mask"]) if informative
+                      else model.compression.unsqueeze(0).expand(batch["ids"].shape[0], -1, -1))
+            total -= float(model.target_log_probs(memory, batch["target_ids"], batch["target_mask"]).sum())
+            count += int(batch["target_mask"].sum())
+    model.train(was)
+    return total / max(count, 1)
+
+
+def compress_batch(texts: TextIds, rows: list[dict], device) -> dict:
+    ids, mask = texts.pad_batch([texts.encoder(query_text(r["context"], r["instruction"])) for r in rows])
+    t_ids, t_mask = texts.pad_batch([texts.target(r["output"]) for r in rows])
+    return {"objective": "compress", "ids": ids.to(device), "mask": mask.to(device), "target_ids": t_ids.to(device),
+            "target_mask": t_mask.to(device), "tokens": int(mask.sum() + t_mask.sum())}
+
+
+def train_compression(config: CompressConfig, output: str | Path, progress: bool = True) -> dict:
+    """Stage 1 (or resume it); the encoder is saved in ``output/final``."""
+    output = Path(output)
+    accelerator = make_accelerator()
+    model = build_autoreg(config, device=str(accelerator.device))
+    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    rows = read_stage1(config.data)
+    held, train_rows = rows[:config.validation_examples], rows[config.validation_examples:]
+    _check_divisible(config.batch_size, accelerator.num_processes)
+
+    def step_loss(wrapped, step, rank, world):
+        local = config.batch_size // world
+        chosen = [train_rows[i] for i in batch_indices(len(train_rows), config.batch_size, step, config.seed)]
+        batch = compress_batch(texts, chosen[rank * local:(rank + 1) * local], accelerator.device)
+        return wrapped(batch), batch["tokens"], config.batch_size
+
+    def evaluate(core):
+        return {"validation_loss": validation_reconstruction(core, texts, held)}
+
+    run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed compression",
+                       progress)
+    return _finish(accelerator, model, config, output, run)
+
+
+def train_alignment(config: AlignConfig, output: str | Path, compressed: str | Path | None,
+                    progress: bool = True) -> dict:
+    """Stage 2 from the stage-1 encoder in ``compressed`` (None: the raw backbone); saved in ``output/final``."""
+    output = Path(output)
+    accelerator = make_accelerator()
+    model = build_autoreg(config, device=str(accelerator.device))
+    if compressed is not None:
+        _load_encoder_weights(model, Path(compressed))
+    # which stage-1 weights this run starts from (CPU training is not bit-reproducible across machines, so a
+    # stage 1 retrained elsewhere is another starting point; the pages report it)
+    initial_digest = encoder_digest(model)
+    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    train_rows, held = split_align(config)
+    _check_divisible(config.batch_size, accelerator.num_processes)
+
+    reference_file = output / "reference.pt"  # from the initial model: computed once, before any step
+    if reference_file.is_file():
+        reference = torch.load(reference_file)
+    else:
+        seen = seen_indices(len(train_rows), config)
+        scores = reference_scores(model, texts, [train_rows[i] for i in seen], config)
+        reference = {"config": config_identity(config), "index": seen, "scores": scores,
+                     "initial_digest": initial_digest}
+        if accelerator.is_main_process:
+            output.mkdir(parents=True, exist_ok=True)
+            with atomic_path(reference_file) as tmp:
+                torch.save(reference, tmp)
+    if reference["config"] != config_identity(config):
+        raise ValueError(f"{reference_file} belongs to another configuration; use a new output folder")
+    if reference.get("initial_digest", initial_digest) != initial_digest:  # (files of before the digest: unchecked)
+        raise ValueError(f"{reference_file} was computed from other stage-1 weights (sha256 "
+                         f"{reference['initial_digest']}, now {initial_digest}): stage 1 was retrained; delete "
+                         f"{output} to start this run again from the current stage 1")
+    position = {row: i for i, row in enumerate(reference["index"])}
+
+    def step_loss(wrapped, step, rank, world):
+        local = config.batch_size // world
+        chosen = batch_indices(len(train_rows), config.batch_size, step, config.seed)[rank * local:(rank + 1) * local]
+        batch = align_batch(texts, [train_rows[i] for i in chosen], config, accelerator.device)
+        where = torch.tensor([position[i] for i in chosen])
+        batch["reference"] = {term: values[where].to(accelerator.device)
+                              for term, values in reference["scores"].items()}
+        return wrapped(batch), batch["tokens"], config.batch_size
+
+    def embed(core):
+        return lambda items: embed_texts(core, texts, items, QUERY_PROMPT, config.instruction)
+
+    def evaluate(core):
+        return {"validation_sts": validation_sts(embed(core), config.validation_sts_pairs, config.seed)}
+
+    run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed alignment", progress)
+    return _finish(accelerator, model, config, output, run | {"initial_digest": initial_digest})
+
+
+def encoder_digest(model: AutoRegModel) -> str:
+    """sha256 (16 hex digits) of the trainable weights: encoder + compression tokens."""
+    return weights_digest(model, lambda _, param: param.requires_grad)
+
+
+def _check_divisible(batch_size: int, world: int) -> None:
+    if batch_size % world:
+        raise ValueError(f"batch size {batch_size} is not divisible by {world} processes")
+
+
+def _finish(accelerator, model, config, output: Path, run: dict) -> dict:
+    core: AutoRegModel = accelerator.unwrap_model(model)
+    summary = {"config": asdict(config),
+               "trainable_parameters": sum(p.numel() for p in core.parameters() if p.requires_grad), **run}
+    if accelerator.is_main_process:
+        save_encoder(core, config, output / "final")
+        write_json(output / "summary.json", summary)
+        # the run is done (summary.json ends its training for good): its resume checkpoint, with the optimizer
+        # state of a fully fine-tuned encoder (~1.6 GB for a 135M backbone), only fills the disk
+        shutil.rmtree(output / "checkpoint", ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return summary

@@ -15,7 +15,9 @@ import time
 
 import torch
 
-from repro.training.contrastive import Collator, TrainConfig, batch_indices, build_model, info_nce, split_triplets, trainable_parameters
+from repro.training.contrastive import Collator, TrainConfig, build_model, info_nce
+from repro.training.data import batch_indices, split_triplets
+from repro.training.loop import trainable_parameters
 
 
 def main(argv=None):

@@ -20,7 +20,12 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from repro.autoregembed.experiments import RUNS_EXPERIMENT, SCORES_EXPERIMENT, STS_TASKS, sts_average  # noqa: E402
+from repro.autoregembed.experiments import (  # noqa: E402
+    RUNS_EXPERIMENT,
+    SCORES_EXPERIMENT,
+    STS_TASKS,
+    sts_average,
+)
 from repro.store.paths import results_dir  # noqa: E402
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 
 def main(argv=None) -> None:
-    from repro.autoregembed.experiments import uninformative_reconstruction
     from repro.autoregembed.config import CompressConfig
-from repro.autoregembed.train import train_compression
+    from repro.autoregembed.experiments import uninformative_reconstruction
+    from repro.autoregembed.train import train_compression
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backbone", default="smollm2-135m")

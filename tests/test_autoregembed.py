@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import tiny_backbone
 
 from repro.autoregembed import config as ar_config
 from repro.autoregembed import data as ar_data
@@ -15,10 +16,12 @@ from repro.autoregembed import objectives as ar_objectives
 from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.autoregembed.model import TextIds, build_autoreg
-from repro.autoregembed.objectives import alignment_loss_from_scores, alignment_scores, divergence
+from repro.autoregembed.objectives import (
+    alignment_loss_from_scores,
+    alignment_scores,
+    divergence,
+)
 from repro.autoregembed.train import load_encoder, train_alignment, train_compression
-
-from conftest import tiny_backbone
 
 
 def _compress(tiny_dir, **kw):
@@ -67,8 +70,11 @@ def test_decoder_is_the_frozen_original_and_log_probs_match_transformers_loss(ti
 
 
 def test_uninformative_reconstruction_ignores_the_encoder_and_is_stored(tiny_dir, tmp_path, monkeypatch):
-    from repro.autoregembed.experiments import UNINFORMATIVE_EXPERIMENT, uninformative_reconstruction
     from repro.autoregembed.data import read_instructions
+    from repro.autoregembed.experiments import (
+        UNINFORMATIVE_EXPERIMENT,
+        uninformative_reconstruction,
+    )
     from repro.autoregembed.train import validation_reconstruction
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
@@ -302,7 +308,13 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
 
 def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny_dir, monkeypatch):
     from repro.autoregembed import experiments as ex
-    from repro.autoregembed.probe import AFTER, BEFORE, alignment_probe, alignment_terms, quantities
+    from repro.autoregembed.probe import (
+        AFTER,
+        BEFORE,
+        alignment_probe,
+        alignment_terms,
+        quantities,
+    )
 
     config = _align(tiny_dir, _compress(tiny_dir), steps=2)
     probe = alignment_probe(config, examples=6)

@@ -3,7 +3,6 @@
 import shutil
 
 import nbformat
-
 import pytest
 
 from repro.book import build

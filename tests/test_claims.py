@@ -4,9 +4,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.autoregembed.claims import (ablation_claims, best_contrastive, data_efficiency_claims,
-                                  data_efficiency_differences, headline_table, memory_claim, not_reproduced,
-                                  seed_spread, table_claims, with_adjusted_p)
+from repro.autoregembed.claims import (
+    ablation_claims,
+    best_contrastive,
+    data_efficiency_claims,
+    data_efficiency_differences,
+    headline_table,
+    memory_claim,
+    not_reproduced,
+    seed_spread,
+    table_claims,
+    with_adjusted_p,
+)
 from repro.core.comparison import claim_verdict, claims_table
 
 
@@ -140,10 +149,13 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
     import matplotlib
 
     matplotlib.use("Agg")
-    from repro.store import results
-    from repro.autoregembed.experiments import RUNS_EXPERIMENT, run_params
     from repro.autoregembed.config import AlignConfig, CompressConfig
-    from repro.training.curves import autoreg_training_curves, plot_autoreg_training_curves
+    from repro.autoregembed.experiments import RUNS_EXPERIMENT, run_params
+    from repro.store import results
+    from repro.training.curves import (
+        autoreg_training_curves,
+        plot_autoreg_training_curves,
+    )
 
     compress = CompressConfig(steps=4)
     align, missing = AlignConfig(compress=compress, steps=2), AlignConfig(compress=compress, steps=3)

@@ -178,10 +178,10 @@ def test_killed_run_resumes_at_the_first_missing_chunk(tiny, monkeypatch):
 
 
 def test_batches_are_length_sorted_with_little_padding():
-    from repro.core.encode import _batches
+    from repro.core.encode import length_batches
 
     lengths = [50, 40, 40, 10, 10, 10, 3]
-    groups = _batches(lengths, batch_tokens=100, max_batch=64)
+    groups = length_batches(lengths, batch_tokens=100, max_batch=64)
     assert [i for g in groups for i in g] == list(range(len(lengths)))
     for g in groups:
         assert max(lengths[i] for i in g) * len(g) <= 100 or len(g) == 1

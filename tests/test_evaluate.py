@@ -3,11 +3,11 @@ import math
 import numpy as np
 import pytest
 
-from repro.pooling_attention import layerwise as layerwise_module
 from repro.core.encode import EncodeConfig
 from repro.core.evaluate import evaluate_layers, run_mteb
 from repro.core.reference import PUBLISHED, comparison_table, load_minilm
 from repro.core.tasks import offline_task, suite_tasks
+from repro.pooling_attention import layerwise as layerwise_module
 
 pytestmark = pytest.mark.integration
 

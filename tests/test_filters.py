@@ -3,10 +3,21 @@ import pytest
 import torch
 
 from repro.core.encode import EncodeConfig, Tokenizer, encode
-from repro.embedfilter.filters import (FILTER_TYPES, embedfilter, filter_indices, kept_dims, make_filter, parse_variant,
-                           random_projection, svd_spectrum, sweep_variants, truncation, unembedding_spectrum,
-                           whitening)
 from repro.core.prompts import get_prompt
+from repro.embedfilter.filters import (
+    FILTER_TYPES,
+    embedfilter,
+    filter_indices,
+    kept_dims,
+    make_filter,
+    parse_variant,
+    random_projection,
+    svd_spectrum,
+    sweep_variants,
+    truncation,
+    unembedding_spectrum,
+    whitening,
+)
 
 TEXTS = ["A man is playing a guitar.", "The cat sat on the mat.", "Rain tomorrow.", "A woman slices a tomato."]
 

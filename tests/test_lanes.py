@@ -38,7 +38,7 @@ def test_in_lane_order_calls_in_lane_order_and_returns_in_list_order(monkeypatch
 
 
 def test_a_busy_run_is_deferred_to_after_the_others_then_waited_for(monkeypatch):
-    from repro.store.lanes import Busy, _DEFER
+    from repro.store.lanes import _DEFER, Busy
 
     monkeypatch.setenv(LANE_ENV, "1/2")
     calls = []
@@ -55,7 +55,7 @@ def test_a_busy_run_is_deferred_to_after_the_others_then_waited_for(monkeypatch)
 
 
 def test_deferred_runs_that_became_free_are_computed_before_waiting_on_a_busy_one(monkeypatch):
-    from repro.store.lanes import Busy, _DEFER
+    from repro.store.lanes import _DEFER, Busy
 
     monkeypatch.setenv(LANE_ENV, "0/2")
     calls, held = [], {"a": 1, "b": 2}  # another lane holds "a" for one more try, "b" for two

@@ -1,9 +1,16 @@
-import pytest
 import numpy as np
+import pytest
 
 from repro.core import tasks
+from repro.core.tasks import (
+    SUITES,
+    TASKS,
+    data_fingerprint,
+    offline_task,
+    read_task,
+    suite_tasks,
+)
 from repro.store.paths import DATA_ENV, data_dir
-from repro.core.tasks import SUITES, TASKS, data_fingerprint, offline_task, read_task, suite_tasks
 
 
 def test_every_offline_task_loads_under_the_smoke_suite():

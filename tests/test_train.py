@@ -6,12 +6,21 @@ import sys
 import numpy as np
 import pytest
 import torch
-
-from repro.training import contrastive as train_module
-from repro.training.heads import MODELS, TrainablePooling, head_inputs, head_parameters, make_head, model_spec
-from repro.training.contrastive import TrainConfig, batch_indices, info_nce, load_trained, train
-
 from conftest import tiny_backbone
+
+from repro.training import cli as train_cli
+from repro.training import contrastive as train_module
+from repro.training import data as train_data
+from repro.training.contrastive import TrainConfig, info_nce, load_trained, train
+from repro.training.data import batch_indices
+from repro.training.heads import (
+    MODELS,
+    TrainablePooling,
+    head_inputs,
+    head_parameters,
+    make_head,
+    model_spec,
+)
 
 
 def _config(tiny_dir, **kw):
@@ -143,7 +152,7 @@ def test_run_folders_differ_by_every_setting_and_validation_anchors_never_train(
 
     names = {run_name(_config(tiny_dir, **kw)) for kw in ({}, {"steps": 5}, {"seed": 1}, {"lr": 1e-3})}
     assert len(names) == 4
-    train_rows, held = train_module.split_triplets(TrainConfig(validation_triplets=300))
+    train_rows, held = train_data.split_triplets(TrainConfig(validation_triplets=300))
     assert len(held) >= 300 and not {r["query"] for r in train_rows} & {r["query"] for r in held}
     # the direction of a Wilcoxon result follows the signed ranks, not the mean
     result = wilcoxon_over_tasks([30, 0, 0, 0, 0, 0, 0, 0], [0, 1, 2, 3, 4, 5, 6, 7])
@@ -160,7 +169,7 @@ def test_later_fields_keep_earlier_run_keys_and_the_cli_parses_booleans_and_base
     import argparse
 
     parser = argparse.ArgumentParser()
-    train_module.add_config_arguments(parser)
+    train_cli.add_config_arguments(parser, train_module.TrainConfig)
     args = vars(parser.parse_args(["--model", "mean", "--hard-negatives", "false", "--train-examples", "64"]))
     config = TrainConfig(**args)
     assert config.model == "mean" and config.hard_negatives is False and config.train_examples == 64
@@ -170,8 +179,8 @@ def test_later_fields_keep_earlier_run_keys_and_the_cli_parses_booleans_and_base
     with pytest.raises(ValueError, match="unknown model"):
         TrainConfig(model="median")
     with pytest.raises(ValueError, match="exceeds"):
-        train_module.subset(list(range(10)), 11, 0)
-    assert train_module.subset(list(range(10)), 4, 0) == train_module.subset(list(range(10)), 4, 0)
+        train_data.subset(list(range(10)), 11, 0)
+    assert train_data.subset(list(range(10)), 4, 0) == train_data.subset(list(range(10)), 4, 0)
 
 
 def test_mean_pooling_baseline_averages_real_tokens_only():

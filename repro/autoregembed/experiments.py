@@ -36,12 +36,12 @@ from repro.autoregembed.train import (
     train_alignment,
     train_compression,
 )
-from repro.core.evaluate import CosineSimilarity, _model_meta, _texts_from
+from repro.core.evaluate import CosineSimilarity, model_meta, texts_from
 from repro.core.tasks import STS_TASKS
 from repro.pooling_attention.trained import evaluate_per_task, runs_dir, train_run_once
+from repro.store.identity import config_identity
 from repro.store.lanes import in_lane_order
 from repro.store.results import load_or_compute, load_result, params_key
-from repro.training.contrastive import config_identity
 
 if TYPE_CHECKING:
     from repro.training.contrastive import TrainConfig
@@ -155,11 +155,11 @@ class AutoRegEncoder(CosineSimilarity):
                  label: str = "autoregembed"):
         self.model, self.instruction = model, instruction
         self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length)
-        self.mteb_model_meta = _model_meta(label, "local", model.backbone.hidden_size)
+        self.mteb_model_meta = model_meta(label, "local", model.backbone.hidden_size)
 
     def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
                **kwargs) -> np.ndarray:
-        texts = _texts_from(inputs)
+        texts = texts_from(inputs)
         document = getattr(prompt_type, "value", prompt_type) == "document"
         if document and getattr(task_metadata, "type", None) == "Retrieval":
             return embed_texts(self.model, self.texts, texts, PASSAGE_PROMPT)
@@ -637,7 +637,7 @@ def config_from_arguments(args: dict) -> CompressConfig | AlignConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from repro.training.contrastive import argument_type
+    from repro.training.cli import argument_type
 
     parser.add_argument("--stage", choices=("compress", "align"), default="align")
     parser.add_argument("--no-compression", action="store_true", help="stage 2 from the raw backbone (ablation)")

@@ -13,12 +13,10 @@ from torch import nn
 from repro.autoregembed.config import NEXT_INSTRUCTION, QUERY_PROMPT
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
-from repro.core.encode import EncodeConfig, Tokenizer, _batches, _eos_id, _pad_id
+from repro.core.encode import EncodeConfig, Tokenizer, length_batches, eos_id, pad_id
 from repro.core.prompts import get_prompt
-from repro.training.contrastive import (
-    LORA_TARGETS,
-    pad_right,
-)
+from repro.training.data import pad_right
+from repro.training.lora import add_lora
 
 
 class TextIds:
@@ -29,8 +27,8 @@ class TextIds:
         self.tok = tokenizer
         self.max_length, self.target_max_length = max_length, target_max_length
         self.newline = tokenizer("\n", add_special_tokens=False).input_ids
-        self.eos = _eos_id(tokenizer)
-        self.pad = _pad_id(tokenizer)
+        self.eos = eos_id(tokenizer)
+        self.pad = pad_id(tokenizer)
         self._tokenizers: dict[str, Tokenizer] = {}
 
     def encoder(self, text: str, prompt: str = "none-noeos", instruction: str = "") -> list[int]:
@@ -130,9 +128,6 @@ def build_autoreg(config, device: str | None = None) -> AutoRegModel:
     """Encoder (the backbone, full or LoRA), a frozen copy of the original as decoder, compression tokens."""
     torch.manual_seed(config.seed)
     backbone = load_backbone(config.backbone, device=device)
-    quantizer = getattr(backbone.model, "hf_quantizer", None)
-    if quantizer is not None:
-        quantizer.remove_quantization_config(backbone.model)
     decoder = None
     if config.finetune == "full":
         decoder = copy.deepcopy(backbone.model).eval()
@@ -144,11 +139,7 @@ def build_autoreg(config, device: str | None = None) -> AutoRegModel:
         if backbone.model.get_output_embeddings().weight is backbone.model.get_input_embeddings().weight:
             backbone.model.get_input_embeddings().weight.requires_grad_(True)  # tied: the encoder uses it
     else:
-        from peft import LoraConfig, get_peft_model
-
-        lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                          target_modules=list(LORA_TARGETS), bias="none")
-        backbone.model = get_peft_model(backbone.model, lora)
+        backbone.model = add_lora(backbone.model, config.lora_r, config.lora_alpha, config.lora_dropout)
     model = AutoRegModel(backbone, config.finetune, config.compression_tokens, decoder)
     return model.to(next(backbone.model.parameters()).device)
 
@@ -165,7 +156,7 @@ def embed_texts(model: AutoRegModel, texts: TextIds, items: list[str], prompt: s
     was = model.training
     model.eval()
     with torch.no_grad():
-        for positions in _batches([len(ids[i]) for i in order], batch_tokens, max_batch):
+        for positions in length_batches([len(ids[i]) for i in order], batch_tokens, max_batch):
             group = [order[p] for p in positions]
             tensor, mask = texts.pad_batch([ids[i] for i in group])
             device = model.compression.device

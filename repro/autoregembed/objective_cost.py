@@ -37,7 +37,8 @@ def measure_here(objective: str, batch_size: int, backbone: str, steps: int, max
     import numpy as np
     import torch
 
-    from repro.training.contrastive import TrainConfig, read_triplets
+    from repro.training.contrastive import TrainConfig
+    from repro.training.data import read_triplets
 
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")

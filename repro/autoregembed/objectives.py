@@ -10,9 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from repro.autoregembed.config import QUERY_PROMPT, AlignConfig
-from repro.training.contrastive import (
-    batch_indices,
-)
+from repro.training.data import batch_indices
 
 if TYPE_CHECKING:  # type hints only: the model dispatches to these objectives
     from repro.autoregembed.model import AutoRegModel, TextIds

@@ -22,13 +22,9 @@ from repro.autoregembed.model import (
 from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
 from repro.store.atomic import atomic_path, write_json
 from repro.store.fingerprint import weights_digest
-from repro.training.contrastive import (
-    batch_indices,
-    config_identity,
-    make_accelerator,
-    run_training,
-    validation_sts,
-)
+from repro.store.identity import config_identity
+from repro.training.data import batch_indices, validation_sts
+from repro.training.loop import make_accelerator, run_training
 
 
 def _load_encoder_weights(model: AutoRegModel, folder: Path) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.reference import EXPERIMENT as REFERENCE, PUBLISHED_SOURCE, comparison_table
+from repro.core.reference import EXPERIMENT as REFERENCE
+from repro.core.reference import PUBLISHED_SOURCE, comparison_table
 from repro.pooling_attention.layerwise import EXPERIMENT as LAYERWISE
 from repro.store.results import all_results
 

@@ -106,6 +106,15 @@ def _check_sha(path: Path, spec: PackagedGGUF) -> None:
                          f"reinstall: {spec.requirement}")
 
 
+def plain_weights(model: torch.nn.Module) -> torch.nn.Module:
+    """Drop a GGUF load's quantization config (its weights are plain fp32 ``nn.Linear`` already), so that
+    ``save_pretrained``, peft and training accept the model."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:
+        quantizer.remove_quantization_config(model)
+    return model
+
+
 def converted_folder(spec: PackagedGGUF) -> Path:
     """Dequantize a packaged GGUF once and keep a plain HF folder in the cache (written atomically)."""
     folder = cache_dir() / "hf" / f"{spec.short_name}-{spec.sha256[:12]}"
@@ -117,8 +126,7 @@ def converted_folder(spec: PackagedGGUF) -> Path:
     kwargs = dict(gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kwargs)
-    if getattr(model, "hf_quantizer", None) is not None:
-        model.hf_quantizer.remove_quantization_config(model)
+    plain_weights(model)
     with atomic_dir(folder) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
@@ -223,7 +231,7 @@ def load_backbone(name: str = "smollm2-135m", attention: str = "causal", device:
     path, revision = resolve(name)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa")
-    model.to(device).eval()
+    plain_weights(model).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(path)
     backbone = Backbone(name=name, revision=revision, model=model, tokenizer=tokenizer)
     backbone.set_attention(attention)

@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from repro.store.atomic import write_json, write_npy
 from repro.core.backbones import Backbone
-from repro.store.paths import states_dir
 from repro.core.prompts import Prompt, get_prompt
+from repro.store.atomic import write_json, write_npy
+from repro.store.paths import states_dir
 
 POOLINGS = ("last", "mean")
 TRUNCATIONS = ("head", "head_tail")
@@ -73,7 +73,7 @@ def _bos_ids(tokenizer) -> list[int]:
     return [bos] if bos is not None and probe and probe[0] == bos else []
 
 
-def _eos_id(tokenizer) -> int:
+def eos_id(tokenizer) -> int:
     if tokenizer.eos_token_id is None:
         raise ValueError("the tokenizer has no EOS token; use a prompt with append_eos=False")
     return int(tokenizer.eos_token_id)
@@ -104,7 +104,7 @@ class Tokenizer:
         self.prompt = prompt
         self.config = config
         self.bos = _bos_ids(tokenizer)
-        self.eos = [_eos_id(tokenizer)] if prompt.append_eos else []
+        self.eos = [eos_id(tokenizer)] if prompt.append_eos else []
         self.literals = [tokenizer(s, add_special_tokens=False).input_ids if s else []
                          for s in prompt.literal_segments(config.instruction)]
         fixed = len(self.bos) + len(self.eos) + sum(map(len, self.literals))
@@ -129,18 +129,18 @@ class Tokenizer:
             ids += text_ids + literal
         ids += self.eos
         if not ids:  # empty text, no prompt, no specials: encode a lone EOS so the result is defined
-            ids = [_eos_id(self.tok)]
+            ids = [eos_id(self.tok)]
         return Tokenized(ids, min(mean_start, len(ids) - 1))
 
 
-def _pad_id(tokenizer) -> int:
+def pad_id(tokenizer) -> int:
     for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
         if candidate is not None:
             return int(candidate)
     return 0
 
 
-def _batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
+def length_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
     """Consecutive index groups (input already sorted by length, longest first)."""
     groups, current, longest = [], [], 0
     for i, n in enumerate(lengths):
@@ -159,10 +159,10 @@ def _batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[
 def _forward_pooled(backbone: Backbone, items: list[Tokenized], config: EncodeConfig, layers: list[int],
                     batch_tokens: int, max_batch: int, progress: tqdm | None) -> dict[str, np.ndarray]:
     device = next(backbone.model.parameters()).device
-    pad = _pad_id(backbone.tokenizer)
+    pad = pad_id(backbone.tokenizer)
     d = backbone.hidden_size
     out = {p: np.zeros((len(layers), len(items), d), dtype=np.float32) for p in config.poolings}
-    for group in _batches([len(t.ids) for t in items], batch_tokens, max_batch):
+    for group in length_batches([len(t.ids) for t in items], batch_tokens, max_batch):
         width = max(len(items[i].ids) for i in group)
         ids = torch.full((len(group), width), pad, dtype=torch.long)
         mask = torch.zeros((len(group), width), dtype=torch.long)

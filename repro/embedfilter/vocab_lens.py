@@ -23,11 +23,16 @@ from scipy import stats
 
 from repro.core.backbones import load_backbone
 from repro.core.encode import encode
-from repro.embedfilter.filters import filter_indices, kept_dims, unembedding_matrix, unembedding_spectrum
+from repro.core.stats import wilcoxon_over_tasks
+from repro.embedfilter.filters import (
+    filter_indices,
+    kept_dims,
+    unembedding_matrix,
+    unembedding_spectrum,
+)
 from repro.pooling_attention.layer_similarity import sentence_sample
 from repro.store.paths import data_dir
 from repro.store.results import load_or_compute
-from repro.core.stats import wilcoxon_over_tasks
 
 EXPERIMENT = "embedfilter_lens"
 CORPUS_FILES = ("train/unsup_text/wikitext2_raw_test_paragraphs.jsonl", "train/nli_triplets/snli_dev_test_triplets.jsonl")

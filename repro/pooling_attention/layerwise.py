@@ -17,8 +17,16 @@ import pandas as pd
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens
 from repro.core.evaluate import evaluate_layers
+from repro.core.tasks import (
+    TASKS,
+    check_task_names,
+    data_fingerprint,
+    describe_suite,
+    offline_task,
+    read_task,
+    suite_caps,
+)
 from repro.store.results import decode_array, encode_array, load_or_compute
-from repro.core.tasks import check_task_names, TASKS, data_fingerprint, describe_suite, offline_task, read_task, suite_caps
 
 EXPERIMENT = "layerwise"
 

@@ -19,8 +19,8 @@ import pandas as pd
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, encode
 from repro.core.evaluate import StatesEncoder, evaluate_encoders
-from repro.store.results import load_or_compute
 from repro.core.tasks import data_fingerprint, describe_suite, offline_task
+from repro.store.results import load_or_compute
 
 EXPERIMENT = "p1_massive_activations"
 

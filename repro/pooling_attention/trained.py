@@ -21,12 +21,30 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from repro.core.evaluate import CosineSimilarity, _model_meta, _texts_from, evaluate_encoders
+from repro.core.evaluate import (
+    CosineSimilarity,
+    model_meta,
+    texts_from,
+    evaluate_encoders,
+)
+from repro.core.tasks import (
+    check_task_names,
+    data_fingerprint,
+    describe_suite,
+    offline_task,
+    suite_caps,
+)
 from repro.store.lanes import exclusive, in_lane_order
 from repro.store.paths import REPO_ROOT
 from repro.store.results import all_results, encode_array, load_or_compute, load_result
-from repro.core.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
-from repro.training.contrastive import Collator, TrainConfig, add_config_arguments, embed_texts, load_trained, train
+from repro.training.cli import add_config_arguments
+from repro.training.contrastive import (
+    Collator,
+    TrainConfig,
+    embed_texts,
+    load_trained,
+    train,
+)
 
 RUNS_EXPERIMENT = "trained_runs"
 SCORES_EXPERIMENT = "trained_scores"
@@ -96,10 +114,10 @@ class TrainedEncoder(CosineSimilarity):
     def __init__(self, model, config: TrainConfig):
         self.model, self.config = model, config
         self.collate = Collator(model.backbone.tokenizer, config)
-        self.mteb_model_meta = _model_meta(f"repro-trained-model{config.model}", "local", model.backbone.hidden_size)
+        self.mteb_model_meta = model_meta(f"repro-trained-model{config.model}", "local", model.backbone.hidden_size)
 
     def encode(self, inputs, **kwargs) -> np.ndarray:
-        return embed_texts(self.model, self.collate, _texts_from(inputs))
+        return embed_texts(self.model, self.collate, texts_from(inputs))
 
 
 def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
@@ -178,7 +196,7 @@ def stored_runs(backbone: str) -> list[dict]:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_arguments(parser)
+    add_config_arguments(parser, TrainConfig)
     parser.add_argument("--suite", default="compact")
     parser.add_argument("--tasks", nargs="*")
     parser.add_argument("--recompute-stale", action="store_true",

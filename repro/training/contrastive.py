@@ -23,26 +23,38 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import random
-import time
-from dataclasses import asdict, dataclass, fields, is_dataclass
-from typing import ClassVar
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.store.atomic import write_json
 from repro.core.backbones import load_backbone
-from repro.core.encode import EncodeConfig, Tokenizer, _batches, _pad_id
-from repro.training.heads import ModelSpec, head_inputs, head_parameters, make_head, model_spec
-from repro.store.paths import data_dir
+from repro.core.encode import EncodeConfig, Tokenizer, length_batches, pad_id
 from repro.core.prompts import get_prompt
-
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-DATASETS = {"nli": "train/nli_triplets/snli_dev_test_triplets.jsonl"}
+from repro.store.atomic import write_json
+from repro.store.identity import config_identity
+from repro.training.cli import add_config_arguments
+from repro.training.data import (
+    DATASETS,
+    batch_indices,
+    pad_right,
+    split_triplets,
+    subset,
+    validation_sts,
+)
+from repro.training.heads import (
+    ModelSpec,
+    head_inputs,
+    head_parameters,
+    make_head,
+    model_spec,
+)
+from repro.training.loop import gather_with_grad, make_accelerator, run_training
+from repro.training.lora import add_lora
 
 
 @dataclass
@@ -94,65 +106,6 @@ class TrainConfig:
         if isinstance(self.train_examples, bool) or not isinstance(self.train_examples, int) or self.train_examples < 0:
             raise ValueError(f"train_examples must be an integer >= 0 (0 = all), got {self.train_examples!r}")
 
-
-def config_identity(config) -> dict:
-    """``asdict(config)`` without the fields the class added later (``ADDED_LATER``) while at their defaults
-    (also in nested configs, e.g. an AutoRegEmbed stage 2's stage 1), so that adding a setting keeps the keys
-    of every result stored before it."""
-    values = asdict(config)
-    for f in fields(config):
-        if is_dataclass(getattr(config, f.name)):
-            values[f.name] = config_identity(getattr(config, f.name))
-    for name in getattr(config, "ADDED_LATER", ()):
-        default = next(f.default for f in fields(config) if f.name == name)
-        if values[name] == default:
-            del values[name]
-    return values
-
-
-def subset(rows: list, n: int, seed: int) -> list:
-    """A seeded subset of ``n`` rows (in their original order); ``n = 0`` keeps them all."""
-    if not n:
-        return rows
-    if n > len(rows):
-        raise ValueError(f"train_examples={n} exceeds the {len(rows)} training examples")
-    keep = np.random.default_rng([seed, 7]).permutation(len(rows))[:n]
-    return [rows[i] for i in sorted(keep)]
-
-
-def read_triplets(name: str = "nli") -> list[dict]:
-    path = data_dir() / DATASETS[name]
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found")
-    with open(path) as handle:
-        rows = [json.loads(line) for line in handle]
-    return [{"query": r["anchor"], "positive": r["positive"], "negative": r["negative"]} for r in rows]
-
-
-def split_triplets(config: TrainConfig) -> tuple[list[dict], list[dict]]:
-    """Training and held-out triplets, split by anchor (an anchor's triplets never straddle the split)."""
-    rows = read_triplets(config.data)
-    anchors = sorted({r["query"] for r in rows})
-    random.Random(config.seed).shuffle(anchors)
-    held, count = set(), 0
-    for anchor in anchors:
-        if count >= config.validation_triplets:
-            break
-        held.add(anchor)
-        count += sum(r["query"] == anchor for r in rows)
-    return [r for r in rows if r["query"] not in held], [r for r in rows if r["query"] in held]
-
-
-def batch_indices(n: int, batch_size: int, step: int, seed: int) -> list[int]:
-    """The global batch of a step: a deterministic function of (seed, step) (epochs reshuffle)."""
-    per_epoch = n // batch_size
-    if per_epoch == 0:
-        raise ValueError(f"batch size {batch_size} exceeds the {n} training examples")
-    epoch, position = divmod(step, per_epoch)
-    order = np.random.default_rng([seed, epoch]).permutation(n)
-    return order[position * batch_size:(position + 1) * batch_size].tolist()
-
-
 class EmbeddingModel(nn.Module):
     """Backbone (with LoRA) -> head input states -> trainable pooling or EOS -> L2-normalised embedding."""
 
@@ -177,17 +130,10 @@ class EmbeddingModel(nn.Module):
 
 def build_model(config: TrainConfig, device: str | None = None) -> EmbeddingModel:
     """Backbone in the model's attention mode, LoRA adapters (peft), and the head (if any)."""
-    from peft import LoraConfig, get_peft_model
-
     spec = model_spec(config.model)
     torch.manual_seed(config.seed)
     backbone = load_backbone(config.backbone, attention=spec.attention, device=device)
-    quantizer = getattr(backbone.model, "hf_quantizer", None)
-    if quantizer is not None:  # GGUF-loaded: weights are plain fp32 already
-        quantizer.remove_quantization_config(backbone.model)
-    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                      target_modules=list(LORA_TARGETS), bias="none")
-    backbone.model = get_peft_model(backbone.model, lora)
+    backbone.model = add_lora(backbone.model, config.lora_r, config.lora_alpha, config.lora_dropout)
     backbone.set_attention(spec.attention)
     head = make_head(spec, backbone.hidden_size, backbone.num_layers, latents=config.head_latents,
                      heads=config.head_heads)
@@ -201,32 +147,10 @@ class Collator:
     def __init__(self, tokenizer, config: TrainConfig):
         enc = EncodeConfig(prompt=config.prompt, max_length=config.max_length)
         self.tokenize = Tokenizer(tokenizer, get_prompt(config.prompt), enc)
-        self.pad = _pad_id(tokenizer)
+        self.pad = pad_id(tokenizer)
 
     def __call__(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         return pad_right([self.tokenize(t).ids for t in texts], self.pad)
-
-
-def pad_right(items, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token-id lists -> right-padded ``ids`` and ``attention_mask`` tensors."""
-    width = max(len(i) for i in items)
-    ids = torch.full((len(items), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(items), width), dtype=torch.long)
-    for row, item in enumerate(items):
-        ids[row, :len(item)] = torch.tensor(item)
-        mask[row, :len(item)] = 1
-    return ids, mask
-
-
-def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
-    """All processes' rows, in process order; gradients flow back to each process's own rows."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
-            or torch.distributed.get_world_size() == 1:
-        return tensor
-    from torch.distributed.nn.functional import all_gather
-
-    return torch.cat(all_gather(tensor), dim=0)
-
 
 def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,
              temperature: float) -> torch.Tensor:
@@ -248,161 +172,12 @@ def embed_texts(model: EmbeddingModel, collate: Collator, texts: list[str], batc
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        for positions in _batches([lengths[i] for i in order], batch_tokens, max_batch):
+        for positions in length_batches([lengths[i] for i in order], batch_tokens, max_batch):
             group = [order[p] for p in positions]
             ids, mask = collate([texts[i] for i in group])
             out[group] = model(ids.to(device), mask.to(device)).float().cpu().numpy()
     model.train(was_training)
     return out
-
-
-def validation_sts(embed, pairs: int, seed: int = 0) -> float:
-    """Spearman x100 of cosine similarity on a seeded sample of STS-B dev pairs; ``embed(texts)`` gives
-    L2-normalised embeddings."""
-    from scipy.stats import spearmanr
-
-    from repro.core.tasks import _read_tsv, task_folder
-
-    rows = _read_tsv(task_folder("STSBenchmark") / "dev.tsv")
-    rows = random.Random(seed).sample(rows, min(pairs, len(rows)))
-    a = embed([r["sentence1"] for r in rows])
-    b = embed([r["sentence2"] for r in rows])
-    return float(100 * spearmanr((a * b).sum(1), [float(r["score"]) for r in rows])[0])
-
-
-def trainable_parameters(model: nn.Module) -> list[nn.Parameter]:
-    return [p for p in model.parameters() if p.requires_grad]
-
-
-def _state_file(output: Path) -> Path:
-    return output / "train_state.json"
-
-
-def save_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: int, meta: dict) -> None:
-    """Trainable weights, optimizer, scheduler and ``meta`` (step, history, counters) in one file written
-    atomically by rank 0, and each process's RNG states."""
-    from repro.store.atomic import atomic_path
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
-           "step": meta["step"]}
-    with atomic_path(folder / f"rng{rank}.pt") as tmp:
-        torch.save(rng, tmp)
-    if rank == 0:
-        state = {"trainable": {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad},
-                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "meta": meta}
-        with atomic_path(folder / "state.pt") as tmp:
-            torch.save(state, tmp)
-
-
-def load_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: int, config: dict) -> dict:
-    """Restore what :func:`save_checkpoint` wrote (refusing another run's checkpoint); returns its ``meta``."""
-    state = torch.load(folder / "state.pt", map_location="cpu", weights_only=False)
-    if state["meta"]["config"] != config:
-        raise ValueError(f"{folder} holds a run with another configuration; use a new output folder")
-    missing = set(n for n, p in model.named_parameters() if p.requires_grad) - set(state["trainable"])
-    if missing:
-        raise ValueError(f"checkpoint {folder} lacks trainable parameters {sorted(missing)[:3]}...")
-    with torch.no_grad():
-        params = dict(model.named_parameters())
-        for name, value in state["trainable"].items():
-            params[name].copy_(value)
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    rng_file = folder / f"rng{rank}.pt"
-    rng = torch.load(rng_file, weights_only=False) if rng_file.is_file() else None
-    if rng is not None and rng.get("step") == state["meta"]["step"]:  # only RNG states of the same snapshot
-        torch.set_rng_state(rng["torch"])
-        np.random.set_state(rng["numpy"])
-        random.setstate(rng["python"])
-    return state["meta"]
-
-
-def make_accelerator():
-    """The accelerate Accelerator every training uses (CPU here; the schedule steps once per optimizer step,
-    whatever the number of processes)."""
-    from accelerate import Accelerator
-
-    return Accelerator(cpu=not torch.cuda.is_available(), step_scheduler_with_optimizer=False)
-
-
-def run_training(accelerator, model: nn.Module, config, output: Path, step_loss, evaluate, desc: str,
-                 progress: bool = True, dump_grads: str | Path | None = None) -> dict:
-    """The one training loop (contrastive models and AutoRegEmbed's stages): AdamW on the trainable
-    parameters, warm-up + ``config.schedule`` (linear unless set) learning rate, global gradient-norm clipping
-    if the config has a ``max_grad_norm`` (logged as ``grad_norm``), checkpoints every
-    ``config.checkpoint_every`` steps, resume from the last checkpoint, validation every ``config.eval_every``.
-
-    ``step_loss(model, step, rank, world) -> (loss, tokens, examples)`` computes this process's share of the
-    global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data);
-    ``evaluate(core) -> dict`` runs on the main process only. Returns the counters and the history.
-    """
-    from tqdm.auto import tqdm
-    from transformers import get_scheduler
-
-    output = Path(output)
-    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = get_scheduler(getattr(config, "schedule", "linear"), optimizer, config.warmup_steps, config.steps)
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    core = accelerator.unwrap_model(model)
-
-    checkpoint = output / "checkpoint"
-    history: list[dict] = []
-    start_step, tokens_seen, examples_seen, seconds = 0, 0, 0, 0.0
-    if (checkpoint / "state.pt").is_file():
-        meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index,
-                               config_identity(config))
-        start_step, history = meta["step"], meta["history"]
-        tokens_seen, examples_seen, seconds = meta["tokens_seen"], meta["examples_seen"], meta["seconds"]
-        accelerator.print(f"resuming {output} at step {start_step}")
-    rank, world = accelerator.process_index, accelerator.num_processes
-
-    def evaluate_now(step: int, loss: float | None) -> None:
-        record = {"step": step, "train_loss": loss}
-        if accelerator.is_main_process:
-            record.update(evaluate(core))
-        history.append(record)
-
-    def save(step: int) -> None:
-        accelerator.wait_for_everyone()
-        meta = {"config": config_identity(config), "step": step, "history": history, "tokens_seen": tokens_seen,
-                "examples_seen": examples_seen, "seconds": seconds}
-        save_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, meta)
-        if accelerator.is_main_process:
-            write_json(_state_file(output), meta)  # a readable copy; resuming reads the checkpoint itself
-        accelerator.wait_for_everyone()
-
-    model.train()
-    if start_step == 0 and not history:
-        evaluate_now(0, None)
-    bar = tqdm(range(start_step, config.steps), desc=desc, disable=not progress or not accelerator.is_main_process,
-               initial=start_step, total=config.steps)
-    for step in bar:
-        t0 = time.perf_counter()
-        loss, tokens, examples = step_loss(model, step, rank, world)
-        accelerator.backward(loss)
-        if dump_grads is not None and step == start_step and accelerator.is_main_process:
-            torch.save({n: p.grad.detach().cpu().clone() for n, p in core.named_parameters() if p.grad is not None},
-                       dump_grads)
-        logged = {}
-        if getattr(config, "max_grad_norm", None) is not None:  # (Paper 1's TrainConfig has no clipping)
-            logged["grad_norm"] = float(accelerator.clip_grad_norm_(trainable_parameters(core), config.max_grad_norm))
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        seconds += time.perf_counter() - t0
-        tokens_seen += int(accelerator.gather(torch.tensor([int(tokens)], device=accelerator.device)).sum())
-        examples_seen += examples
-        history.append({"step": step + 1, "train_loss": float(loss.detach()), "lr": float(scheduler.get_last_lr()[0]),
-                        **logged})
-        bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-        if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
-            evaluate_now(step + 1, float(loss.detach()))
-        if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
-            save(step + 1)
-    return {"steps": config.steps, "examples_seen": examples_seen, "tokens_seen": tokens_seen,
-            "train_seconds": seconds, "processes": world, "history": history}
-
 
 def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None = None, progress: bool = True) -> dict:
     """Train (or resume) one model; returns the run summary (also written to ``output/summary.json``)."""
@@ -486,30 +261,9 @@ def load_trained(folder: str | Path, device: str | None = None) -> tuple[Embeddi
     model.eval()
     return model, config
 
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """One ``--option`` per :class:`TrainConfig` field (the CLIs of train and trained share it)."""
-    for f in fields(TrainConfig):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=argument_type(f.default), default=f.default)
-
-
-def argument_type(default):
-    """The command-line parser of a config field: ints, floats, strings, and booleans as true/false
-    (``bool("false")`` would be True); ``model`` takes a number or a baseline name."""
-    if isinstance(default, bool):
-        def parse_bool(text: str) -> bool:
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-            return text.lower() in ("true", "1")
-        return parse_bool
-    if isinstance(default, int):
-        return lambda text: int(text) if text.lstrip("-").isdigit() else text
-    return type(default)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_arguments(parser)
+    add_config_arguments(parser, TrainConfig)
     parser.add_argument("--output", required=True)
     parser.add_argument("--dump-grads", help="(tests) save the first step's gradients to this file")
     args = vars(parser.parse_args(argv))

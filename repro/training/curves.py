@@ -7,8 +7,8 @@ from typing import Iterable
 
 import pandas as pd
 
-from repro.training.contrastive import TrainConfig
 from repro.pooling_attention.trained import stored_runs
+from repro.training.contrastive import TrainConfig
 
 
 def training_curves(configs: Iterable[TrainConfig], rolling: int = 10) -> pd.DataFrame:

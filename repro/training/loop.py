@@ -1,0 +1,158 @@
+"""The one training loop (accelerate): AdamW, warm-up and schedule, clipping, checkpoints and resume, validation;
+and the cross-process gather InfoNCE needs."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from repro.store.atomic import write_json
+from repro.store.identity import config_identity
+
+
+def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
+    """All processes' rows, in process order; gradients flow back to each process's own rows."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
+            or torch.distributed.get_world_size() == 1:
+        return tensor
+    from torch.distributed.nn.functional import all_gather
+
+    return torch.cat(all_gather(tensor), dim=0)
+
+def trainable_parameters(model: nn.Module) -> list[nn.Parameter]:
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def _state_file(output: Path) -> Path:
+    return output / "train_state.json"
+
+
+def save_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: int, meta: dict) -> None:
+    """Trainable weights, optimizer, scheduler and ``meta`` (step, history, counters) in one file written
+    atomically by rank 0, and each process's RNG states."""
+    from repro.store.atomic import atomic_path
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+           "step": meta["step"]}
+    with atomic_path(folder / f"rng{rank}.pt") as tmp:
+        torch.save(rng, tmp)
+    if rank == 0:
+        state = {"trainable": {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad},
+                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "meta": meta}
+        with atomic_path(folder / "state.pt") as tmp:
+            torch.save(state, tmp)
+
+
+def load_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: int, config: dict) -> dict:
+    """Restore what :func:`save_checkpoint` wrote (refusing another run's checkpoint); returns its ``meta``."""
+    state = torch.load(folder / "state.pt", map_location="cpu", weights_only=False)
+    if state["meta"]["config"] != config:
+        raise ValueError(f"{folder} holds a run with another configuration; use a new output folder")
+    missing = set(n for n, p in model.named_parameters() if p.requires_grad) - set(state["trainable"])
+    if missing:
+        raise ValueError(f"checkpoint {folder} lacks trainable parameters {sorted(missing)[:3]}...")
+    with torch.no_grad():
+        params = dict(model.named_parameters())
+        for name, value in state["trainable"].items():
+            params[name].copy_(value)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    rng_file = folder / f"rng{rank}.pt"
+    rng = torch.load(rng_file, weights_only=False) if rng_file.is_file() else None
+    if rng is not None and rng.get("step") == state["meta"]["step"]:  # only RNG states of the same snapshot
+        torch.set_rng_state(rng["torch"])
+        np.random.set_state(rng["numpy"])
+        random.setstate(rng["python"])
+    return state["meta"]
+
+
+def make_accelerator():
+    """The accelerate Accelerator every training uses (CPU here; the schedule steps once per optimizer step,
+    whatever the number of processes)."""
+    from accelerate import Accelerator
+
+    return Accelerator(cpu=not torch.cuda.is_available(), step_scheduler_with_optimizer=False)
+
+
+def run_training(accelerator, model: nn.Module, config, output: Path, step_loss, evaluate, desc: str,
+                 progress: bool = True, dump_grads: str | Path | None = None) -> dict:
+    """The one training loop (contrastive models and AutoRegEmbed's stages): AdamW on the trainable
+    parameters, warm-up + ``config.schedule`` (linear unless set) learning rate, global gradient-norm clipping
+    if the config has a ``max_grad_norm`` (logged as ``grad_norm``), checkpoints every
+    ``config.checkpoint_every`` steps, resume from the last checkpoint, validation every ``config.eval_every``.
+
+    ``step_loss(model, step, rank, world) -> (loss, tokens, examples)`` computes this process's share of the
+    global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data);
+    ``evaluate(core) -> dict`` runs on the main process only. Returns the counters and the history.
+    """
+    from tqdm.auto import tqdm
+    from transformers import get_scheduler
+
+    output = Path(output)
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = get_scheduler(getattr(config, "schedule", "linear"), optimizer, config.warmup_steps, config.steps)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    core = accelerator.unwrap_model(model)
+
+    checkpoint = output / "checkpoint"
+    history: list[dict] = []
+    start_step, tokens_seen, examples_seen, seconds = 0, 0, 0, 0.0
+    if (checkpoint / "state.pt").is_file():
+        meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index,
+                               config_identity(config))
+        start_step, history = meta["step"], meta["history"]
+        tokens_seen, examples_seen, seconds = meta["tokens_seen"], meta["examples_seen"], meta["seconds"]
+        accelerator.print(f"resuming {output} at step {start_step}")
+    rank, world = accelerator.process_index, accelerator.num_processes
+
+    def evaluate_now(step: int, loss: float | None) -> None:
+        record = {"step": step, "train_loss": loss}
+        if accelerator.is_main_process:
+            record.update(evaluate(core))
+        history.append(record)
+
+    def save(step: int) -> None:
+        accelerator.wait_for_everyone()
+        meta = {"config": config_identity(config), "step": step, "history": history, "tokens_seen": tokens_seen,
+                "examples_seen": examples_seen, "seconds": seconds}
+        save_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, meta)
+        if accelerator.is_main_process:
+            write_json(_state_file(output), meta)  # a readable copy; resuming reads the checkpoint itself
+        accelerator.wait_for_everyone()
+
+    model.train()
+    if start_step == 0 and not history:
+        evaluate_now(0, None)
+    bar = tqdm(range(start_step, config.steps), desc=desc, disable=not progress or not accelerator.is_main_process,
+               initial=start_step, total=config.steps)
+    for step in bar:
+        t0 = time.perf_counter()
+        loss, tokens, examples = step_loss(model, step, rank, world)
+        accelerator.backward(loss)
+        if dump_grads is not None and step == start_step and accelerator.is_main_process:
+            torch.save({n: p.grad.detach().cpu().clone() for n, p in core.named_parameters() if p.grad is not None},
+                       dump_grads)
+        logged = {}
+        if getattr(config, "max_grad_norm", None) is not None:  # (Paper 1's TrainConfig has no clipping)
+            logged["grad_norm"] = float(accelerator.clip_grad_norm_(trainable_parameters(core), config.max_grad_norm))
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        seconds += time.perf_counter() - t0
+        tokens_seen += int(accelerator.gather(torch.tensor([int(tokens)], device=accelerator.device)).sum())
+        examples_seen += examples
+        history.append({"step": step + 1, "train_loss": float(loss.detach()), "lr": float(scheduler.get_last_lr()[0]),
+                        **logged})
+        bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+        if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
+            evaluate_now(step + 1, float(loss.detach()))
+        if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
+            save(step + 1)
+    return {"steps": config.steps, "examples_seen": examples_seen, "tokens_seen": tokens_seen,
+            "train_seconds": seconds, "processes": world, "history": history}

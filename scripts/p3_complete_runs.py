@@ -20,12 +20,11 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from repro.autoregembed.experiments import (  # noqa: E402
-    RUNS_EXPERIMENT,
-    SCORES_EXPERIMENT,
-    STS_TASKS,
-    sts_average,
-)
+
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT  # noqa: E402
+from repro.autoregembed.experiments.tables import sts_average  # noqa: E402
+from repro.autoregembed.train import RUNS_EXPERIMENT  # noqa: E402
+from repro.core.tasks import STS_TASKS  # noqa: E402
 from repro.store.paths import results_dir  # noqa: E402
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 def main(argv=None) -> None:
     from repro.autoregembed.config import CompressConfig
-    from repro.autoregembed.experiments import uninformative_reconstruction
+    from repro.autoregembed.experiments.stage1 import uninformative_reconstruction
     from repro.autoregembed.train import train_compression
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

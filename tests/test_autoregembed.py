@@ -13,8 +13,15 @@ from repro.autoregembed import config as ar_config
 from repro.autoregembed import data as ar_data
 from repro.autoregembed import model as ar_model
 from repro.autoregembed import objectives as ar_objectives
+from repro.autoregembed import probe as ar_probe
 from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig, CompressConfig
+from repro.autoregembed.experiments import baselines as ar_baselines
+from repro.autoregembed.experiments import cli as ar_cli
+from repro.autoregembed.experiments import data_efficiency as ar_efficiency
+from repro.autoregembed.experiments import provenance as ar_provenance
+from repro.autoregembed.experiments import scores as ar_scores
+from repro.autoregembed.experiments import tables as ar_tables
 from repro.autoregembed.model import TextIds, build_autoreg
 from repro.autoregembed.objectives import (
     alignment_loss_from_scores,
@@ -22,6 +29,8 @@ from repro.autoregembed.objectives import (
     divergence,
 )
 from repro.autoregembed.train import load_encoder, train_alignment, train_compression
+from repro.store.fingerprint import weights_digest
+from repro.store.runs import ensure_trained, train_or_load
 
 
 def _compress(tiny_dir, **kw):
@@ -71,7 +80,7 @@ def test_decoder_is_the_frozen_original_and_log_probs_match_transformers_loss(ti
 
 def test_uninformative_reconstruction_ignores_the_encoder_and_is_stored(tiny_dir, tmp_path, monkeypatch):
     from repro.autoregembed.data import read_instructions
-    from repro.autoregembed.experiments import (
+    from repro.autoregembed.experiments.stage1 import (
         UNINFORMATIVE_EXPERIMENT,
         uninformative_reconstruction,
     )
@@ -207,72 +216,70 @@ def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch
 
 
 def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documents(tiny_dir, monkeypatch):
-    from repro.autoregembed import experiments as ex
     from repro.store.results import all_results, result_path
 
     used = []
-    original = ex.embed_texts
+    original = ar_model.embed_texts
 
     def spy(model, texts, items, prompt=ar_config.QUERY_PROMPT, *args, **kwargs):
         used.append(prompt)
         return original(model, texts, items, prompt, *args, **kwargs)
 
-    monkeypatch.setattr(ex, "embed_texts", spy)
+    monkeypatch.setattr(ar_model, "embed_texts", spy)
     config = _align(tiny_dir, _compress(tiny_dir), steps=2, checkpoint_every=5)
-    frame = ex.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
+    frame = ar_scores.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
     assert set(frame["task"]) == {"STSBenchmark", "SciFact"} and frame["main_score"].notna().all()
     assert ar_config.PASSAGE_PROMPT in used and ar_config.QUERY_PROMPT in used
-    stages = sorted(r["params"]["stage"] for r in all_results(ex.RUNS_EXPERIMENT))
+    stages = sorted(r["params"]["stage"] for r in all_results(ar_train.RUNS_EXPERIMENT))
     assert stages == ["align", "compress"]  # stage 2 trained its stage 1 first
-    scores = all_results(ex.SCORES_EXPERIMENT)
+    scores = all_results(ar_scores.SCORES_EXPERIMENT)
     assert len(scores) == 2 and all(r["weights_sha256"] for r in scores)
     assert any("pair_similarities" in r for r in scores)
     # the stage-2 run records which stage-1 weights it started from: those scored as "compression only"
-    stage1_model, _ = ex.train_or_load_autoreg(config.compress, progress=False)
-    start = ar_train.encoder_digest(stage1_model)
-    assert ex.stage1_provenance([config]) == ("All 1 stored stage-2 runs start from the same stage-1 weights "
+    stage1_model, _ = train_or_load(ar_train.run_spec(config.compress, progress=False))
+    start = weights_digest(stage1_model)
+    assert ar_provenance.stage1_provenance([config]) == ("All 1 stored stage-2 runs start from the same stage-1 weights "
                                               f"(sha256 {start}).")
-    assert ex.stage1_provenance([config], scored_stage1=start).endswith(f"from those same weights ({start}).")
-    assert "other stage-1 weights" in ex.stage1_provenance([config], scored_stage1="f" * 16)
+    assert ar_provenance.stage1_provenance([config], scored_stage1=start).endswith(f"from those same weights ({start}).")
+    assert "other stage-1 weights" in ar_provenance.stage1_provenance([config], scored_stage1="f" * 16)
     other = _align(tiny_dir, config.compress, steps=1, checkpoint_every=5)
-    ex.ensure_trained(other, progress=False)
-    (record,) = [r for r in all_results(ex.RUNS_EXPERIMENT) if r["params"]["config"]["steps"] == 1]
+    ensure_trained(ar_train.run_spec(other, progress=False))
+    (record,) = [r for r in all_results(ar_train.RUNS_EXPERIMENT) if r["params"]["config"]["steps"] == 1]
     record["summary"]["initial_digest"] = "0" * 16  # as if its stage 1 had been retrained on another machine
-    result_path(ex.RUNS_EXPERIMENT, record["params"]).write_text(json.dumps(record))
-    assert "different stage-1 trainings" in ex.stage1_provenance([config, other])
+    result_path(ar_train.RUNS_EXPERIMENT, record["params"]).write_text(json.dumps(record))
+    assert "different stage-1 trainings" in ar_provenance.stage1_provenance([config, other])
     calls = len(used)
-    again = ex.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
+    again = ar_scores.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
     assert len(used) == calls  # stored: nothing re-encoded
     assert again["main_score"].tolist() == frame["main_score"].tolist()
-    untrained = ex.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], max_length=64, progress=False)
-    assert set(untrained["method"]) == set(ex.UNTRAINED)
+    untrained = ar_baselines.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], max_length=64, progress=False)
+    assert set(untrained["method"]) == set(ar_baselines.UNTRAINED)
     # Figure 3's flat lines: methods trained on no triplet, on the page's tasks
-    flat = ex.data_efficiency_references(config, ["compression only", "PromptEOL"], "smoke", ["STSBenchmark"])
-    prompteol = ex.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], progress=False, labels=["PromptEOL"])
+    flat = ar_efficiency.data_efficiency_references(config, ["compression only", "PromptEOL"], "smoke", ["STSBenchmark"])
+    prompteol = ar_baselines.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], progress=False, labels=["PromptEOL"])
     assert list(prompteol["method"]) == ["PromptEOL"]
-    assert flat["PromptEOL"] == pytest.approx(ex.sts_average(prompteol))
+    assert flat["PromptEOL"] == pytest.approx(ar_tables.sts_average(prompteol))
     assert np.isfinite(flat["compression only"])
     assert flat.attrs["compression only weights"] == start  # the stage 1 the stage-2 run started from
     with pytest.raises(ValueError, match="unknown reference"):
-        ex.data_efficiency_references(config, ["AutoRegEmbed"], "smoke", ["STSBenchmark"])
+        ar_efficiency.data_efficiency_references(config, ["AutoRegEmbed"], "smoke", ["STSBenchmark"])
     with pytest.raises(ValueError, match="unknown untrained"):
-        ex.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], labels=["PromptEOL", "echo"])
+        ar_baselines.evaluate_untrained(tiny_dir, "smoke", ["STSBenchmark"], labels=["PromptEOL", "echo"])
 
 
 def test_command_line_builds_both_stages_and_the_no_compression_ablation():
     import argparse
 
-    from repro.autoregembed import experiments as ex
 
     parser = argparse.ArgumentParser()
-    ex.add_arguments(parser)
-    config = ex.config_from_arguments(vars(parser.parse_args(["--steps", "7", "--compress-steps", "9",
+    ar_cli.add_arguments(parser)
+    config = ar_cli.config_from_arguments(vars(parser.parse_args(["--steps", "7", "--compress-steps", "9",
                                                               "--squash", "tanh", "--finetune", "lora"])))
     assert isinstance(config, AlignConfig) and config.steps == 7 and config.compress.steps == 9
     assert config.compress.finetune == "lora" and config.squash == "tanh"
-    ablation = ex.config_from_arguments(vars(parser.parse_args(["--no-compression"])))
+    ablation = ar_cli.config_from_arguments(vars(parser.parse_args(["--no-compression"])))
     assert ablation.compress is None
-    stage1 = ex.config_from_arguments(vars(parser.parse_args(["--stage", "compress", "--compress-lr", "1e-4"])))
+    stage1 = ar_cli.config_from_arguments(vars(parser.parse_args(["--stage", "compress", "--compress-lr", "1e-4"])))
     assert isinstance(stage1, CompressConfig) and stage1.lr == 1e-4
 
 
@@ -288,7 +295,8 @@ def test_objective_cost_measures_both_objectives_in_fresh_processes(tiny_dir):
 
 
 def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
-    from repro.autoregembed.experiments import describe_scale, page_configs
+    from repro.autoregembed.experiments.configs import page_configs
+    from repro.autoregembed.experiments.provenance import describe_scale
 
     good = dict(profile="smoke", backbone="smollm2-135m", suite="smoke", tasks=None, finetune="full",
                 compress_steps=3, compress_max_length=64, compress_lr=5e-4, compress_data="instruction", align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
@@ -307,7 +315,6 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
 
 
 def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny_dir, monkeypatch):
-    from repro.autoregembed import experiments as ex
     from repro.autoregembed.probe import (
         AFTER,
         BEFORE,
@@ -322,7 +329,7 @@ def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny
                                  "a - b (S2's margin, no reference)", "a > b"]
     assert (probe["triplets"] == 6).all() and 0 <= probe.loc["a > b", AFTER] <= 1
     # by hand, from the stage-1 model on the same held-out triplets (never the training ones)
-    stage1, _ = ex.train_or_load_autoreg(config.compress, progress=False)
+    stage1, _ = train_or_load(ar_train.run_spec(config.compress, progress=False))
     train_rows, held = ar_data.split_align(config)
     assert not {r["query"] for r in held[:6]} & {r["query"] for r in train_rows}
     terms = alignment_terms(stage1, config, held[:6])
@@ -336,7 +343,7 @@ def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny
     assert set(probe["test"]) <= {"significant: increased in stage 2", "significant: decreased in stage 2",
                                   "not significant", "no difference"} | {t for t in probe["test"] if t.startswith("untestable")}
     # stored: read back without the weights
-    monkeypatch.setattr(ex, "train_or_load_autoreg", lambda *a, **k: pytest.fail("recomputed a stored probe"))
+    monkeypatch.setattr(ar_probe, "train_or_load", lambda *a, **k: pytest.fail("recomputed a stored probe"))
     pd.testing.assert_frame_equal(alignment_probe(config, examples=6), probe)
     with pytest.raises(ValueError, match="compress stage"):
         alignment_probe(_align(tiny_dir, None))
@@ -345,7 +352,7 @@ def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny
 
 
 def test_stage1_data_profile_counts_the_examples_stage_1_draws(smollm2):
-    from repro.autoregembed.experiments import stage1_data_profile
+    from repro.autoregembed.experiments.stage1 import stage1_data_profile
 
     profile = stage1_data_profile(CompressConfig(steps=2, batch_size=4, validation_examples=4, max_length=32,
                                                  target_max_length=4))
@@ -369,7 +376,7 @@ def test_page_parameter_checks_name_every_allowed_type_and_refuse_bools_for_numb
 
 
 def test_data_efficiency_sizes_seeds_and_epochs_are_checked():
-    from repro.autoregembed.experiments import data_efficiency_configs
+    from repro.autoregembed.experiments.data_efficiency import data_efficiency_configs
 
     base = AlignConfig(compress=None, backbone="x", batch_size=8)
     configs = data_efficiency_configs(base, [64, 128], [0, 1], 1.0)
@@ -383,7 +390,7 @@ def test_data_efficiency_sizes_seeds_and_epochs_are_checked():
 def test_data_efficiency_schedule_flags_runs_shorter_than_their_warm_up():
     from transformers import get_scheduler
 
-    from repro.autoregembed.experiments import data_efficiency_schedule
+    from repro.autoregembed.experiments.data_efficiency import data_efficiency_schedule
 
     table = data_efficiency_schedule(AlignConfig(compress=None, backbone="x", batch_size=8, warmup_steps=10),
                                      [64, 1024], 1.0)
@@ -403,7 +410,8 @@ def test_data_efficiency_schedule_flags_runs_shorter_than_their_warm_up():
 def test_adding_the_stage1_data_setting_keeps_the_keys_of_the_committed_runs():
     from pathlib import Path
 
-    from repro.autoregembed.experiments import page_configs, run_params
+    from repro.autoregembed.experiments.configs import page_configs
+    from repro.autoregembed.train import run_params
     from repro.book.build import page_parameters
     from repro.store.results import params_key
 

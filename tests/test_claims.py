@@ -150,12 +150,9 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
 
     matplotlib.use("Agg")
     from repro.autoregembed.config import AlignConfig, CompressConfig
-    from repro.autoregembed.experiments import RUNS_EXPERIMENT, run_params
-    from repro.store import results
-    from repro.training.curves import (
-        autoreg_training_curves,
-        plot_autoreg_training_curves,
-    )
+    from repro.autoregembed.train import RUNS_EXPERIMENT, run_params
+    from repro.autoregembed.experiments import curves
+    from repro.autoregembed.experiments.curves import autoreg_training_curves, plot_autoreg_training_curves
 
     compress = CompressConfig(steps=4)
     align, missing = AlignConfig(compress=compress, steps=2), AlignConfig(compress=compress, steps=3)
@@ -173,7 +170,7 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
         rows = stored.get(str(params))
         return None if rows is None else {"rows": rows}
 
-    monkeypatch.setattr(results, "load_result", fake_load)
+    monkeypatch.setattr(curves, "load_result", fake_load)
     curves = autoreg_training_curves({"stage 1": compress, "stage 2": align, "not trained": missing}, rolling=2)
     assert set(curves.run) == {"stage 1", "stage 2"}
     assert curves[curves.stage == "compress"]["train loss (rolling 2)"].dropna().tolist() == [10.0, 9.0]
@@ -189,7 +186,7 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
 
 
 def test_pareto_front_keeps_only_undominated_points():
-    from repro.autoregembed.experiments import pareto_front
+    from repro.autoregembed.experiments.data_efficiency import pareto_front
 
     points = pd.DataFrame({"examples": [64, 128, 256, 256, 1024], "STS average": [50.0, 49.0, 55.0, 54.0, 55.0]})
     assert pareto_front(points).tolist() == [True, False, True, False, False]

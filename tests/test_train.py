@@ -148,9 +148,9 @@ def test_two_processes_compute_the_single_process_gradient(tiny_dir, tmp_path):
 
 def test_run_folders_differ_by_every_setting_and_validation_anchors_never_train(tiny_dir):
     from repro.core.stats import wilcoxon_over_tasks
-    from repro.pooling_attention.trained import run_name
+    from repro.training.contrastive import run_spec
 
-    names = {run_name(_config(tiny_dir, **kw)) for kw in ({}, {"steps": 5}, {"seed": 1}, {"lr": 1e-3})}
+    names = {run_spec(_config(tiny_dir, **kw)).name for kw in ({}, {"steps": 5}, {"seed": 1}, {"lr": 1e-3})}
     assert len(names) == 4
     train_rows, held = train_data.split_triplets(TrainConfig(validation_triplets=300))
     assert len(held) >= 300 and not {r["query"] for r in train_rows} & {r["query"] for r in held}
@@ -217,7 +217,14 @@ def test_scores_from_lost_weights_are_refused_and_only_those_are_recomputed_when
     stored from the old weights and keeps the ones already computed from the current weights."""
     import pandas as pd
 
-    from repro.pooling_attention import trained
+    from repro.core import scoring
+    from repro.core.embedder import Embedder
+
+    class Constant(Embedder):
+        dim, identity = 2, "constant"
+
+        def embed(self, texts, role, instruction):
+            return np.ones((len(texts), 2), dtype=np.float32)
 
     calls = []
 
@@ -225,12 +232,12 @@ def test_scores_from_lost_weights_are_refused_and_only_those_are_recomputed_when
         calls.append(tasks[0])
         return pd.DataFrame([{"task": tasks[0], "main_score": 0.5}])
 
-    monkeypatch.setattr(trained, "offline_task", lambda name, suite: name)
-    monkeypatch.setattr(trained, "evaluate_encoders", fake_evaluate)
+    monkeypatch.setattr(scoring, "offline_task", lambda name, suite: name)
+    monkeypatch.setattr(scoring, "evaluate_encoders", fake_evaluate)
 
     def run(digest, tasks, **kw):
-        return trained.evaluate_per_task("stale_test", {"train": {"model": 1}}, "smoke", tasks,
-                                         lambda: (object(), digest), progress=False, **kw)
+        return scoring.evaluate_per_task("stale_test", {"train": {"model": 1}}, "smoke", tasks,
+                                         lambda: (Constant(), digest), progress=False, **kw)
 
     run("old", ["STS12", "STS13"])
     run("new", ["STS14"])  # retrained weights, a task that was missing

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from repro.autoregembed.config import AlignConfig
-from repro.autoregembed.experiments import PAPER_ABLATIONS, grid_cells, grid_label
+from repro.autoregembed.quoted import PAPER_ABLATIONS
+from repro.autoregembed.experiments.ablations import grid_cells, grid_label
 from repro.core.comparison import claims_table
 
 FULL_VARIANT = "full (Eq. 2, sigmoid)"

@@ -124,3 +124,12 @@ def _check_common(config) -> None:
         raise ValueError("lr must be positive")
     if config.max_grad_norm is not None and not config.max_grad_norm > 0:
         raise ValueError(f"max_grad_norm must be positive or None (no clipping), got {config.max_grad_norm!r}")
+
+
+def stage_of(config: CompressConfig | AlignConfig) -> str:
+    """``"compress"`` (stage 1) or ``"align"`` (stage 2)."""
+    if isinstance(config, AlignConfig):
+        return "align"
+    if isinstance(config, CompressConfig):
+        return "compress"
+    raise TypeError(f"expected a CompressConfig or AlignConfig, got {type(config).__name__}")

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.autoregembed.config import NEXT_INSTRUCTION, QUERY_PROMPT
+from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT
+from repro.core.embedder import Embedder
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, Tokenizer, length_batches, eos_id, pad_id
@@ -163,3 +164,27 @@ def embed_texts(model: AutoRegModel, texts: TextIds, items: list[str], prompt: s
             out[group] = model.embed(tensor.to(device), mask.to(device)).float().cpu().numpy()
     model.train(was)
     return out
+
+
+class AutoRegEmbedder(Embedder):
+    """A trained AutoRegEmbed encoder as an :class:`repro.core.embedder.Embedder`: the mean of the compression
+    states, L2-normalised. Queries and sentences are rendered ``{text}\\n{instruction}`` (default: the
+    config's next-token instruction); retrieval documents (``role="document"``) with the passage prompt."""
+
+    def __init__(self, model: AutoRegModel, max_length: int, target_max_length: int,
+                 instruction: str = NEXT_INSTRUCTION, label: str = "autoregembed", digest: str = ""):
+        self.model, self.instruction, self.label, self.digest = model, instruction, label, digest
+        self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length)
+
+    @property
+    def dim(self) -> int:
+        return self.model.backbone.hidden_size
+
+    @property
+    def identity(self) -> str:
+        return f"{self.label}-{self.digest or 'local'}"
+
+    def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        if role == "document":
+            return embed_texts(self.model, self.texts, texts, PASSAGE_PROMPT)
+        return embed_texts(self.model, self.texts, texts, QUERY_PROMPT, instruction or self.instruction)

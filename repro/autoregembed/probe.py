@@ -20,7 +20,9 @@ from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.data import split_align
 from repro.autoregembed.model import TextIds
 from repro.autoregembed.objectives import reference_scores
-from repro.autoregembed.train import encoder_digest
+from repro.autoregembed.train import run_params, run_spec
+from repro.store.fingerprint import weights_digest
+from repro.store.runs import train_or_load
 from repro.core.stats import paired_bootstrap_mean, wilcoxon_over_tasks
 from repro.store.results import load_or_compute
 
@@ -46,8 +48,6 @@ def quantities(terms: pd.DataFrame) -> pd.DataFrame:
 
 def _stored_terms(config: AlignConfig, examples: int | None, recompute: bool) -> tuple[dict, dict]:
     """{model label: per-triplet terms} and the stored record (computed and stored if missing)."""
-    from repro.autoregembed.experiments import run_params, train_or_load_autoreg
-
     if not isinstance(config, AlignConfig) or config.compress is None:
         raise ValueError("the probe compares a stage-2 run with the stage 1 it started from: "
                          "give an AlignConfig with a compress stage")
@@ -60,8 +60,8 @@ def _stored_terms(config: AlignConfig, examples: int | None, recompute: bool) ->
     def compute():
         terms, digests = {}, {}
         for label, stage in ((BEFORE, config.compress), (AFTER, config)):
-            model, _ = train_or_load_autoreg(stage, progress=False)
-            digests[label] = encoder_digest(model)
+            model, _ = train_or_load(run_spec(stage, progress=False))
+            digests[label] = weights_digest(model)
             terms[label] = alignment_terms(model, config, rows).round(4).to_dict(orient="list")
             del model
         summary = [{"model": label, **quantities(pd.DataFrame(t)).mean().to_dict()} for label, t in terms.items()]

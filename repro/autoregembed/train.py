@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig
+from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig, stage_of
 from repro.autoregembed.data import read_stage1, split_align
 from repro.autoregembed.model import (
     AutoRegModel,
@@ -22,6 +22,7 @@ from repro.autoregembed.model import (
 from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
 from repro.store.atomic import atomic_path, write_json
 from repro.store.fingerprint import weights_digest
+from repro.store.runs import RunSpec, ensure_trained, run_folder_name
 from repro.store.identity import config_identity
 from repro.training.data import batch_indices, validation_sts
 from repro.training.loop import make_accelerator, run_training
@@ -118,7 +119,7 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
         _load_encoder_weights(model, Path(compressed))
     # which stage-1 weights this run starts from (CPU training is not bit-reproducible across machines, so a
     # stage 1 retrained elsewhere is another starting point; the pages report it)
-    initial_digest = encoder_digest(model)
+    initial_digest = weights_digest(model)
     texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
     train_rows, held = split_align(config)
     _check_divisible(config.batch_size, accelerator.num_processes)
@@ -162,11 +163,6 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
     return _finish(accelerator, model, config, output, run | {"initial_digest": initial_digest})
 
 
-def encoder_digest(model: AutoRegModel) -> str:
-    """sha256 (16 hex digits) of the trainable weights: encoder + compression tokens."""
-    return weights_digest(model, lambda _, param: param.requires_grad)
-
-
 def _check_divisible(batch_size: int, world: int) -> None:
     if batch_size % world:
         raise ValueError(f"batch size {batch_size} is not divisible by {world} processes")
@@ -184,3 +180,30 @@ def _finish(accelerator, model, config, output: Path, run: dict) -> dict:
         shutil.rmtree(output / "checkpoint", ignore_errors=True)
     accelerator.wait_for_everyone()
     return summary
+
+
+RUNS_EXPERIMENT = "autoreg_runs"
+
+
+def run_params(config: CompressConfig | AlignConfig) -> dict:
+    """The key of a run's stored training record in ``results/autoreg_runs/``."""
+    return {"stage": stage_of(config), "config": config_identity(config)}
+
+
+def run_spec(config: CompressConfig | AlignConfig, progress: bool = True) -> RunSpec:
+    """How the run store trains and loads one AutoRegEmbed stage (folder ``<backbone>-ar-<stage>-<hash>``);
+    stage 2 first trains (or finds) its stage 1."""
+    short = Path(config.backbone).name if "/" in config.backbone else config.backbone
+
+    def train_here(folder: Path):
+        if isinstance(config, AlignConfig):
+            compressed = None
+            if config.compress is not None:
+                compressed = ensure_trained(run_spec(config.compress, progress))[0] / "final"
+            train_alignment(config, folder, compressed, progress=progress)
+        else:
+            train_compression(config, folder, progress=progress)
+
+    return RunSpec(name=run_folder_name(f"{short}-ar-{stage_of(config)}", config_identity(config)),
+                   experiment=RUNS_EXPERIMENT, params=run_params(config), config=config, train=train_here,
+                   load=load_encoder, weights_file="config.json")

@@ -1,14 +1,13 @@
 """Evaluate encoders with mteb's own evaluators and turn the results into tidy pandas rows.
 
-:class:`StatesEncoder` is the mteb 2 encoder over :func:`repro.core.encode.encode`: it serves one layer and
-one pooling of the cached all-layer states, so evaluating every layer costs one forward pass per
-text set. Scores always come from ``mteb.evaluate`` (never re-implemented metrics), with
+:class:`MtebEncoder` is the one mteb 2 encoder: it wraps any :class:`repro.core.embedder.Embedder`;
+:func:`states_encoder` serves one layer and one pooling of the cached all-layer states, so evaluating every
+layer costs one forward pass per text set. Scores always come from ``mteb.evaluate`` (never re-implemented metrics), with
 ``cache=None`` so that mteb's own result cache can never return another encoder's scores.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Iterable, Sequence
 
@@ -16,11 +15,9 @@ import numpy as np
 import pandas as pd
 
 from repro.core.backbones import Backbone
-from repro.core.encode import EncodeConfig, encode
+from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
+from repro.core.encode import EncodeConfig
 from repro.core.tasks import TASKS
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
 def model_meta(name: str, revision: str, dim: int):
@@ -53,39 +50,29 @@ class CosineSimilarity:
         return pairwise_cos_sim(a, b)
 
 
-class StatesEncoder(CosineSimilarity):
-    """An mteb encoder giving ``states[pooling][layer]`` of :func:`repro.core.encode.encode`.
+class MtebEncoder(CosineSimilarity):
+    """The one mteb 2 encoder of the project: any :class:`repro.core.embedder.Embedder` (retrieval documents
+    get ``role="document"``, everything else ``role="query"``), with cosine similarity."""
 
-    ``transform`` (optional) maps the pooled states ``[n, d]`` to the final embeddings (e.g. an
-    EmbedFilter projection); it is applied to the cached states, never by re-encoding.
-    """
-
-    def __init__(self, backbone: Backbone, config: EncodeConfig, pooling: str = "last", layer: int = -1,
-                 transform=None, label: str | None = None, progress: bool = False):
-        from mteb.models.abs_encoder import (
-            AbsEncoder,  # noqa: F401  (import check: mteb present)
-        )
-
-        if pooling not in config.poolings:
-            raise ValueError(f"pooling '{pooling}' was not encoded; config has {config.poolings}")
-        self.backbone, self.config, self.pooling, self.transform = backbone, config, pooling, transform
-        layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
-        layer = layers[layer] if layer < 0 else layer
-        if layer not in layers:
-            raise ValueError(f"layer {layer} was not encoded; config has layers {layers}")
-        self.layer, self.position = layer, layers.index(layer)
-        self.progress = progress
-        label = label or f"{backbone.name}-{config.prompt}-{pooling}-L{layer}"
-        dims = getattr(transform, "dims", backbone.hidden_size)
-        self.mteb_model_meta = model_meta(label, backbone.revision, dims)
+    def __init__(self, embedder: Embedder, label: str | None = None, revision: str = "local"):
+        if not isinstance(embedder, Embedder):
+            raise TypeError(f"MtebEncoder wraps an Embedder, got {type(embedder).__name__}")
+        self.embedder = embedder
+        self.mteb_model_meta = model_meta(label or embedder.identity, revision, embedder.dim)
 
     def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
                **kwargs) -> np.ndarray:
-        states = encode(self.backbone, texts_from(inputs), self.config, progress=self.progress,
-                        select=(self.pooling, self.position))
-        emb = states[self.pooling][0]
-        return self.transform(emb) if self.transform is not None else emb
+        role = "document" if getattr(prompt_type, "value", prompt_type) == "document" else "query"
+        return self.embedder.encode(texts_from(inputs), role=role)
 
+
+def states_encoder(backbone: Backbone, config: EncodeConfig, pooling: str = "last", layer: int = -1,
+                   transform=None, label: str | None = None, progress: bool = False) -> MtebEncoder:
+    """:class:`MtebEncoder` over one layer and pooling of the cached states, optionally through ``transform``
+    (a linear map on the cached states, e.g. an EmbedFilter projection)."""
+    states = StatesEmbedder(backbone, config, pooling, layer, progress=progress)
+    embedder = states if transform is None else MappedEmbedder(states, transform, label or "map")
+    return MtebEncoder(embedder, label or f"{backbone.name}-{config.prompt}-{pooling}-L{states.layer}", backbone.revision)
 
 
 def run_mteb(model, tasks: Sequence, **kwargs) -> pd.DataFrame:
@@ -183,6 +170,6 @@ def evaluate_layers(backbone: Backbone, tasks: Iterable, config: EncodeConfig, *
     layers = all_layers if layers is None else list(layers)
     poolings = list(poolings or config.poolings)
     encoders = [({"layer": layer, "pooling": pooling},
-                 StatesEncoder(backbone, config, pooling, layer, progress=progress and i == 0))
+                 states_encoder(backbone, config, pooling, layer, progress=progress and i == 0))
                 for i, (pooling, layer) in enumerate((p, x) for p in poolings for x in layers)]
     return evaluate_encoders(tasks, encoders, progress=progress, pair_similarities=pair_similarities)

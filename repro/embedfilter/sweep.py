@@ -22,7 +22,7 @@ import pandas as pd
 
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
-from repro.core.evaluate import StatesEncoder, evaluate_encoders
+from repro.core.evaluate import states_encoder, evaluate_encoders
 from repro.core.tasks import (
     TASKS,
     check_task_names,
@@ -175,7 +175,7 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
         build_seconds = time.perf_counter() - start
         pooling = config.poolings[0]
         encoders = [({"variant": name, "dims": fmap.dims if fmap is not None else backbone.hidden_size},
-                     StatesEncoder(backbone, config, pooling, -1, transform=fmap, label=f"{backbone.name}-{prompt}-{name}",
+                     states_encoder(backbone, config, pooling, -1, transform=fmap, label=f"{backbone.name}-{prompt}-{name}",
                                    progress=progress and i == 0))
                     for i, (name, fmap) in enumerate(maps.items())]
         sims: dict = {}

@@ -18,7 +18,7 @@ import pandas as pd
 
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, encode
-from repro.core.evaluate import StatesEncoder, evaluate_encoders
+from repro.core.evaluate import states_encoder, evaluate_encoders
 from repro.core.tasks import data_fingerprint, describe_suite, offline_task
 from repro.store.results import load_or_compute
 
@@ -75,7 +75,7 @@ def massive_activations(backbone_name: str, suite: str = "standard", task: str =
                         ("massive dims zeroed", DropDimensions(reference[layer])))
             for variant, transform in variants:
                 encoders.append(({"layer": layer, "variant": variant},
-                                 StatesEncoder(backbone, config, "mean", layer, transform=transform)))
+                                 states_encoder(backbone, config, "mean", layer, transform=transform)))
         rows = evaluate_encoders([offline_task(task, suite)], encoders, progress=False)
         dropped = [DropDimensions(reference[layer]).dropped for layer in layers]
         rows = rows.merge(pd.DataFrame({"layer": layers, "max_over_median_magnitude": ratio,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 
 def sha256_files(paths: Iterable[Path], with_names: bool = False) -> str:
@@ -19,12 +20,18 @@ def sha256_files(paths: Iterable[Path], with_names: bool = False) -> str:
     return digest.hexdigest()
 
 
-def weights_digest(model, keep: Callable[[str, object], bool]) -> str:
-    """sha256 (16 hex digits) of the parameters ``keep(name, param)`` selects, by name: identifies which
-    training produced a score."""
+def params_hash(params: dict) -> str:
+    """12 hex digits of sha256 over the JSON of ``params`` (sorted keys): result keys and run folder names."""
+    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def weights_digest(model) -> str:
+    """sha256 (16 hex digits) of a model's trained weights, its parameters with ``requires_grad`` (LoRA adapters
+    and pooling head; AutoRegEmbed's encoder and compression tokens), by name: identifies which training
+    produced a score."""
     digest = hashlib.sha256()
     for name, param in sorted(model.named_parameters()):
-        if keep(name, param):
+        if param.requires_grad:
             digest.update(name.encode())
             digest.update(param.detach().cpu().numpy().tobytes())
     return digest.hexdigest()[:16]

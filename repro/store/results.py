@@ -8,7 +8,6 @@ git commit (and whether the tree was dirty), data fingerprints, machine, date. W
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import platform
@@ -21,6 +20,7 @@ from typing import Callable
 import pandas as pd
 
 from repro.store.atomic import write_json
+from repro.store.fingerprint import params_hash
 from repro.store.paths import REPO_ROOT, results_dir
 
 PACKAGES = ("torch", "transformers", "mteb", "sentence-transformers", "numpy", "scikit-learn", "scipy",
@@ -76,11 +76,10 @@ def provenance() -> dict:
 
 
 def params_key(params: dict) -> str:
-    blob = json.dumps(params, sort_keys=True, default=str)
     slug = "-".join(str(params[k]) for k in sorted(params) if isinstance(params[k], (str, int)) and k in
                     ("attention", "backbone", "model", "prompt", "suite", "task"))
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", slug)[:80]
-    return f"{slug + '-' if slug else ''}{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+    return f"{slug + '-' if slug else ''}{params_hash(params)}"
 
 
 def result_path(experiment: str, params: dict) -> Path:

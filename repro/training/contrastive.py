@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -33,10 +33,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.core.backbones import load_backbone
+from repro.core.embedder import Embedder
 from repro.core.encode import EncodeConfig, Tokenizer, length_batches, pad_id
 from repro.core.prompts import get_prompt
 from repro.store.atomic import write_json
 from repro.store.identity import config_identity
+from repro.store.runs import RunSpec, run_folder_name
 from repro.training.cli import add_config_arguments
 from repro.training.data import (
     DATASETS,
@@ -260,6 +262,45 @@ def load_trained(folder: str | Path, device: str | None = None) -> tuple[Embeddi
         model.head.load_state_dict(torch.load(folder / "head.pt", map_location="cpu"))
     model.eval()
     return model, config
+
+RUNS_EXPERIMENT = "trained_runs"
+
+
+def run_spec(config: TrainConfig, progress: bool = True) -> RunSpec:
+    """How the run store trains and loads one contrastive model (folder ``<backbone>-model<m>-<hash>``); its
+    record goes to ``results/trained_runs/`` under ``{"train": config.identity()}``."""
+    short = Path(config.backbone).name if "/" in config.backbone else config.backbone
+    return RunSpec(name=run_folder_name(f"{short}-model{config.model}", config.identity()),
+                   experiment=RUNS_EXPERIMENT, params={"train": config.identity()}, config=config,
+                   train=lambda folder: train(config, folder, progress=progress), load=load_trained,
+                   weights_file="train_config.json")
+
+
+class TrainedEmbedder(Embedder):
+    """A trained :class:`EmbeddingModel` (one of the five designs or a contrastive baseline) as an
+    :class:`repro.core.embedder.Embedder`: L2-normalised embeddings of the texts rendered with the run's
+    prompt, truncated at ``max_length`` (default: the training config's)."""
+
+    def __init__(self, model: EmbeddingModel, config: TrainConfig, max_length: int | None = None, digest: str = ""):
+        self.model = model
+        self.config = config if max_length is None else replace(config, max_length=max_length)
+        self.collate = Collator(model.backbone.tokenizer, self.config)
+        self.digest = digest
+
+    @property
+    def dim(self) -> int:
+        return self.model.backbone.hidden_size
+
+    @property
+    def identity(self) -> str:
+        return f"trained-{self.config.backbone}-model{self.config.model}-{self.digest or 'local'}"
+
+    def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        if instruction is not None:
+            raise ValueError("trained models are evaluated without task instructions (prompt "
+                             f"'{self.config.prompt}'); instruction-prefixed queries are not supported yet")
+        return embed_texts(self.model, self.collate, texts)
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

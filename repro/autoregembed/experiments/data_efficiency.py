@@ -1,0 +1,99 @@
+"""Data efficiency (paper Figures 3 and 1): each method trained on nested subsets of the triplets, per seed."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from repro.autoregembed.config import (
+    AlignConfig,
+)
+from repro.autoregembed.experiments.baselines import UNTRAINED, contrastive_config
+from repro.autoregembed.experiments.configs import steps_for
+from repro.autoregembed.experiments.scores import evaluate_autoreg
+from repro.autoregembed.experiments.tables import method_scores, sts_average
+from repro.core.tasks import STS_TASKS
+from repro.store.lanes import in_lane_order
+
+
+def data_efficiency_configs(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int],
+                            epochs: float) -> dict[tuple[int, int], AlignConfig]:
+    """(training-set size, seed) -> the stage-2 configuration: ``epochs`` passes over the seeded subset of
+    ``size`` triplets (steps = epochs x size / batch); stage 1 is shared (trained once, its own seed)."""
+    for name, values in (("sizes", sizes), ("seeds", seeds)):
+        if not values or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+            raise ValueError(f"{name} must be a non-empty list of integers, got {values!r}")
+        if len(set(values)) != len(values):
+            raise ValueError(f"{name} has duplicates: {values!r}")
+    if min(sizes) < 1:  # 0 would mean "every triplet" to the training config
+        raise ValueError(f"sizes must be positive (a number of training triplets), got {sizes!r}")
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not epochs > 0:
+        raise ValueError(f"epochs must be a positive number, got {epochs!r}")
+    return {(size, seed): AlignConfig(**(vars(base) | {"train_examples": size, "seed": seed,
+                                                       "steps": steps_for(size, epochs, base.batch_size)}))
+            for size in sizes for seed in seeds}
+
+
+def data_efficiency_schedule(base: AlignConfig, sizes: Sequence[int], epochs: float) -> pd.DataFrame:
+    """Per training-set size: the optimizer steps every method takes and whether the warm-up ends within them
+    (with fewer steps than warm-up steps the learning rate never reaches its peak, for every method alike; the
+    warm-up is linear from 0 at step 0, as transformers' schedulers do)."""
+    rows = []
+    for size in sizes:
+        steps = steps_for(size, epochs, base.batch_size)
+        rows.append({"training triplets": size, "steps": steps, "warm-up steps": base.warmup_steps,
+                     "peak lr reached": steps > base.warmup_steps,
+                     "highest lr used / peak": min(1.0, (steps - 1) / base.warmup_steps) if base.warmup_steps else 1.0})
+    return pd.DataFrame(rows).set_index("training triplets")
+
+
+def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int], epochs: float,
+                           methods: Sequence[str], suite: str = "compact", tasks: Sequence[str] | None = None,
+                           recompute: bool = False) -> pd.DataFrame:
+    """STS average per method x training-set size x seed (:func:`data_efficiency_configs`)."""
+    from repro.pooling_attention.trained import evaluate_trained
+
+    tasks = list(tasks) if tasks is not None else STS_TASKS
+    def run(method: str, align: AlignConfig) -> pd.DataFrame:
+        if method == "AutoRegEmbed":
+            return evaluate_autoreg(align, suite, tasks, progress=False, recompute=recompute)
+        return evaluate_trained(contrastive_config(method, align), suite, tasks, progress=False, recompute=recompute)
+
+    configs = data_efficiency_configs(base, sizes, seeds, epochs)
+    frames = in_lane_order({(method, size, seed): lambda method=method, align=align: run(method, align)
+                            for (size, seed), align in configs.items() for method in methods})
+    return pd.DataFrame([{"method": method, "examples": size, "seed": seed, "steps": configs[size, seed].steps,
+                          "STS average": sts_average(frame)} for (method, size, seed), frame in frames.items()])
+
+
+REFERENCES = [*UNTRAINED, "compression only"]  # methods that train on no triplets: Figure 3's flat lines
+
+
+def data_efficiency_references(base: AlignConfig, references: Sequence[str], suite: str = "compact",
+                               tasks: Sequence[str] | None = None, recompute: bool = False) -> pd.Series:
+    """STS average of each reference method (trained on no triplet: the untrained backbone's methods and
+    compression only, i.e. AutoRegEmbed before stage 2) on the data-efficiency page's tasks, by label.
+    ``.attrs["compression only weights"]``: the digest of the weights compression only was scored from."""
+    unknown = set(references) - set(REFERENCES)
+    if unknown:
+        raise ValueError(f"unknown reference(s) {sorted(unknown)}; valid: {', '.join(REFERENCES)}")
+    if "compression only" in references and base.compress is None:
+        raise ValueError("'compression only' needs a stage 1 (this configuration has none)")
+    if not references:
+        return pd.Series(dtype=float, name="STS average")
+    scores = method_scores(base, suite, list(tasks) if tasks is not None else STS_TASKS, references,
+                           recompute=recompute)
+    series = pd.Series({label: sts_average(scores[scores.method == label]) for label in references},
+                       name="STS average")
+    if "compression only" in references:
+        series.attrs["compression only weights"] = scores.loc[scores.method == "compression only",
+                                                              "weights_sha256"].iloc[0]
+    return series
+
+def pareto_front(points: pd.DataFrame, x: str = "examples", y: str = "STS average") -> pd.Series:
+    """True for the points no other point dominates (no more training examples and a higher STS average, or
+    fewer examples and no lower average)."""
+    xs, ys = points[x].to_numpy(), points[y].to_numpy()
+    return pd.Series([not any((xs <= xs[i]) & (ys >= ys[i]) & ((xs < xs[i]) | (ys > ys[i])))
+                      for i in range(len(points))], index=points.index)

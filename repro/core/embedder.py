@@ -1,0 +1,128 @@
+"""One interface for every embedding model of the book: ``Embedder.encode(texts) -> float32 [n, d]``.
+
+An :class:`Embedder` has a ``dim``, an ``identity`` (a string naming everything that changes its embeddings,
+used for caching and in mteb's model metadata) and ``encode(texts, *, role="query"|"document",
+instruction=None)``. ``role`` tells queries from retrieval documents (AutoRegEmbed embeds documents with its
+passage prompt); ``instruction`` is a task instruction (E5-style query instructions) for the embedders whose
+prompt has an ``{instruction}`` slot.
+
+Implementations:
+
+* :class:`StatesEmbedder`: one layer and one pooling of a backbone's states, through the all-layer, cached
+  :func:`repro.core.encode.encode` (the fast path: every layer of every pooling from one forward);
+* :class:`MappedEmbedder`: a linear map (an EmbedFilter projection, whitening, a random projection) applied to
+  any Embedder's output;
+* trained models: :class:`repro.training.contrastive.TrainedEmbedder` (the five designs and the contrastive
+  baselines) and :class:`repro.autoregembed.model.AutoRegEmbedder`.
+
+:class:`repro.core.evaluate.MtebEncoder` wraps any Embedder for ``mteb.evaluate``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from repro.core.backbones import Backbone
+from repro.core.encode import EncodeConfig, encode
+
+ROLES = ("query", "document")
+
+
+def check_texts(texts) -> list[str]:
+    """``texts`` as a list of str; a bare string (which would be read as one text per character), a non-iterable
+    or a non-str item raises TypeError."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("texts must be a list of strings, got a single string: wrap it in a list ([text])")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}") from None
+    for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"texts must be str, got an item of type {type(text).__name__}")
+    return texts
+
+
+class Embedder(ABC):
+    """Texts -> L2-normalisable float32 embeddings ``[n, dim]``."""
+
+    @property
+    @abstractmethod
+    def dim(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def identity(self) -> str: ...
+
+    @abstractmethod
+    def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        """The embeddings of checked ``texts`` (subclasses implement this; callers use :meth:`encode`)."""
+
+    def encode(self, texts, *, role: str = "query", instruction: str | None = None) -> np.ndarray:
+        texts = check_texts(texts)
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; valid: {', '.join(ROLES)}")
+        if instruction is not None and not isinstance(instruction, str):
+            raise TypeError(f"instruction must be a str or None, got {type(instruction).__name__}")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.asarray(self.embed(texts, role, instruction), dtype=np.float32)
+        if out.shape != (len(texts), self.dim):
+            raise RuntimeError(f"{self.identity} returned shape {out.shape}, expected {(len(texts), self.dim)}")
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.identity}, dim={self.dim})"
+
+
+class StatesEmbedder(Embedder):
+    """``states[pooling][layer]`` of :func:`repro.core.encode.encode` for ``config`` (cached on disk and in
+    memory; ``layer`` indexes the config's layer list, -1 = the last listed). ``instruction`` fills the
+    prompt's ``{instruction}`` slot (a new cache key) instead of ``config.instruction``."""
+
+    def __init__(self, backbone: Backbone, config: EncodeConfig, pooling: str = "last", layer: int = -1,
+                 progress: bool = False):
+        if pooling not in config.poolings:
+            raise ValueError(f"pooling '{pooling}' was not encoded; config has {config.poolings}")
+        layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
+        layer = layers[layer] if layer < 0 else layer
+        if layer not in layers:
+            raise ValueError(f"layer {layer} was not encoded; config has layers {layers}")
+        self.backbone, self.config, self.pooling = backbone, config, pooling
+        self.layer, self.position, self.progress = layer, layers.index(layer), progress
+
+    @property
+    def dim(self) -> int:
+        return self.backbone.hidden_size
+
+    @property
+    def identity(self) -> str:
+        return f"{self.backbone.identity}|{self.config.prompt}|{self.pooling}|L{self.layer}"
+
+    def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        config = self.config if instruction is None else replace(self.config, instruction=instruction)
+        states = encode(self.backbone, texts, config, progress=self.progress, select=(self.pooling, self.position))
+        return states[self.pooling][0]
+
+
+class MappedEmbedder(Embedder):
+    """``transform(inner.encode(texts))``: a map (``transform.dims`` output dims) applied to another Embedder's
+    embeddings, e.g. an EmbedFilter projection on cached states (never a re-encode)."""
+
+    def __init__(self, inner: Embedder, transform: Callable[[np.ndarray], np.ndarray], name: str):
+        self.inner, self.transform, self.name = inner, transform, name
+
+    @property
+    def dim(self) -> int:
+        return int(getattr(self.transform, "dims", self.inner.dim))
+
+    @property
+    def identity(self) -> str:
+        return f"{self.inner.identity}|{self.name}"
+
+    def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        return self.transform(self.inner.encode(texts, role=role, instruction=instruction))

@@ -1,0 +1,65 @@
+"""Stored per-task scores of one (trained) Embedder: mteb through :class:`repro.core.evaluate.MtebEncoder`,
+one result per task, each with the digest of the weights that produced it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from repro.core.embedder import Embedder
+from repro.core.evaluate import MtebEncoder, evaluate_encoders
+from repro.core.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.store.results import encode_array, load_or_compute, load_result
+
+log = logging.getLogger(__name__)
+
+
+def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str] | None,
+                      make_embedder: Callable[[], tuple[Embedder, str]], progress: bool = True,
+                      recompute: bool = False, label: str = "", recompute_stale: bool = False) -> pd.DataFrame:
+    """mteb scores of one trained embedder, stored per task under ``identity`` + suite + task (STS keeps its
+    per-pair similarities). ``make_embedder() -> (Embedder, weights digest)`` runs only if a task is missing
+    (or, with ``recompute_stale``, always: then every task stored from other weights is recomputed); scores
+    from two different trainings (digests) are never mixed in one table."""
+    suite_caps(suite)
+    tasks = check_task_names(tasks)
+    state: dict = {}
+
+    def load():
+        embedder, state["weights"] = make_embedder()
+        state["encoder"] = MtebEncoder(embedder, label or embedder.identity)
+
+    if recompute_stale:
+        load()
+    digests: set = set()
+    frames = []
+    for name in tasks:
+        params = {**identity, "suite": suite, "caps": describe_suite(suite), "task": name,
+                  "data": data_fingerprint(name)}
+
+        def compute(name=name):
+            if "encoder" not in state:
+                load()
+            start = time.perf_counter()
+            sims: dict = {}
+            rows = evaluate_encoders([offline_task(name, suite)], [({}, state["encoder"])], progress=False,
+                                     pair_similarities=sims)
+            extra = {"weights_sha256": state["weights"]}
+            if sims:
+                extra["pair_similarities"] = encode_array(next(iter(sims.values())))
+            return rows, {"task_seconds": time.perf_counter() - start}, extra
+
+        stale = recompute_stale and (load_result(experiment, params) or {}).get("weights_sha256") != state["weights"]
+        record = load_or_compute(experiment, params, compute, recompute=recompute or stale)
+        digests.add(record.get("weights_sha256"))
+        frames.append(pd.DataFrame(record["rows"]).assign(weights_sha256=record.get("weights_sha256")))
+        if progress:
+            log.info("%s %s: %.4f", label, name, frames[-1]["main_score"].mean())
+    if len(digests) > 1:  # e.g. weights lost and retrained: never mix two trainings in one table
+        raise ValueError(f"the stored scores of {label} come from different trained weights "
+                         f"({sorted(map(str, digests))}); rerun with recompute_stale=True "
+                         f"(repro train ... --recompute-stale) to recompute those from other weights")
+    return pd.concat(frames, ignore_index=True)

@@ -20,8 +20,9 @@ from repro.core.backbones import load_backbone
 from repro.core.encode import count_tokens, encode
 from repro.core.tasks import TASKS
 from repro.embedfilter.filters import make_filter, sweep_variants, unembedding_spectrum
-from repro.embedfilter.sweep import encode_config, nli_sentences
-from repro.pooling_attention.layerwise import task_texts
+from repro.embedfilter.sweep import encode_config
+from repro.core.samples import nli_sentences
+from repro.core.samples import task_texts
 
 DEFAULT_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS17", "STSBenchmark", "SICK-R", "BIOSSES", "SciFact"]
 

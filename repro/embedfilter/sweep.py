@@ -12,8 +12,6 @@ are stored per task in ``results/embedfilter/`` (a killed run resumes at the fir
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import time
 from typing import Sequence
 
@@ -22,7 +20,8 @@ import pandas as pd
 
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
-from repro.core.evaluate import states_encoder, evaluate_encoders
+from repro.core.evaluate import evaluate_encoders, states_encoder
+from repro.core.samples import nli_sentences, task_texts
 from repro.core.tasks import (
     TASKS,
     check_task_names,
@@ -37,13 +36,10 @@ from repro.embedfilter.filters import (
     sweep_variants,
     unembedding_spectrum,
 )
-from repro.pooling_attention.layerwise import task_texts
-from repro.store.paths import data_dir
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "embedfilter"
 PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
-NLI_FILE = "train/nli_triplets/snli_dev_test_triplets.jsonl"
 
 
 # Quoted from the paper (main table: mean over 49 MTEB datasets x 100; ablation: an ablation subset of
@@ -127,22 +123,6 @@ def encode_config(backbone, prompt: str, max_length: int = 512) -> EncodeConfig:
         raise ValueError(f"EmbedFilter prompts are {', '.join(PROMPT_POOLING)}; got '{prompt}'")
     return EncodeConfig(prompt=prompt, poolings=(PROMPT_POOLING[prompt],), max_length=max_length,
                         truncation="head_tail", layers=(backbone.num_layers,))
-
-
-def nli_sentences(n: int, seed: int = 0) -> list[str]:
-    """``n`` distinct sentences (seeded sample) from the NLI triplets, to fit the whitening baseline."""
-    path = data_dir() / NLI_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: the whitening baseline is fitted on the NLI triplets")
-    sentences: set[str] = set()
-    with open(path) as handle:
-        for line in handle:
-            row = json.loads(line)
-            sentences.update(row[k] for k in ("anchor", "positive", "negative"))
-    pool = sorted(sentences)
-    if n > len(pool):
-        raise ValueError(f"asked for {n} NLI sentences, the file has {len(pool)}")
-    return random.Random(seed).sample(pool, n)
 
 
 def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: int = 0,

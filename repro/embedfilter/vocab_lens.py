@@ -30,7 +30,7 @@ from repro.embedfilter.filters import (
     unembedding_matrix,
     unembedding_spectrum,
 )
-from repro.pooling_attention.layer_similarity import sentence_sample
+from repro.core.samples import sentence_sample
 from repro.store.paths import data_dir
 from repro.store.results import load_or_compute
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from repro.core.samples import sentence_sample
+
 
 def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
     x = np.asarray(x, dtype=np.float64)
@@ -56,19 +58,6 @@ def layer_similarity(states: np.ndarray, measure: str = "linear_cka") -> np.ndar
         if np.isnan(fn(states[i], states[i])):
             out[i, i] = np.nan
     return out
-
-
-def sentence_sample(n: int, seed: int = 0) -> list[str]:
-    """A fixed, seeded sample of distinct STS-B test sentences (from the data folder)."""
-    import random
-
-    from repro.core.tasks import read_task
-
-    data = read_task("STSBenchmark", "full")["test"]
-    sentences = sorted(set(data["sentence1"] + data["sentence2"]))
-    if not isinstance(n, int) or n < 3:
-        raise ValueError(f"n_sentences must be an integer >= 3, got {n!r}")
-    return random.Random(seed).sample(sentences, min(n, len(sentences)))
 
 
 def layer_correlation(backbone_name: str, n_sentences: int = 1000, pooling: str = "last", seed: int = 0,

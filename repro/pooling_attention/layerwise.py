@@ -17,33 +17,18 @@ import pandas as pd
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens
 from repro.core.evaluate import evaluate_layers
+from repro.core.samples import task_texts
 from repro.core.tasks import (
     TASKS,
     check_task_names,
     data_fingerprint,
     describe_suite,
     offline_task,
-    read_task,
     suite_caps,
 )
 from repro.store.results import decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "layerwise"
-
-
-def task_texts(name: str, suite: str) -> list[str]:
-    """Every text a task encodes (upper bound for classification: mteb undersamples the train split)."""
-    data = read_task(name, suite)
-    if TASKS[name].category == "Retrieval":
-        corpus = [(t + " " + x).strip() if t else x for t, x in zip(data["corpus"]["title"], data["corpus"]["text"])]
-        return data["queries"]["text"] + corpus
-    texts: list[str] = []
-    for cols in data.values():
-        for key in ("sentence1", "sentence2", "text"):
-            texts += cols.get(key, [])
-        for group in cols.get("sentences", []):
-            texts += group
-    return texts
 
 
 def layerwise_task(backbone, task_name: str, suite: str, config: EncodeConfig, layers: list[int] | None = None,

@@ -56,7 +56,7 @@ def dimension_dominance(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def massive_activations(backbone_name: str, suite: str = "standard", task: str = "STSBenchmark",
                         n_reference: int = 2000, seed: int = 0, recompute: bool = False) -> dict:
-    from repro.embedfilter.sweep import nli_sentences
+    from repro.core.samples import nli_sentences
 
     params = {"backbone": backbone_name, "suite": suite, "caps": describe_suite(suite), "task": task,
               "prompt": "none", "pooling": "mean", "n_reference": n_reference, "seed": seed,

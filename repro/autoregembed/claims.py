@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import false_discovery_control, friedmanchisquare
 
 from repro.autoregembed.config import AlignConfig
-from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.autoregembed.experiments.ablations import grid_cells, grid_label
+from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.core.comparison import claims_table
 
 FULL_VARIANT = "full (Eq. 2, sigmoid)"
@@ -157,7 +158,6 @@ def grid_claims(wide: pd.DataFrame, choice: tuple[float, float] = GRID_CHOICE) -
 def grid_friedman(wide: pd.DataFrame, category: str = "STS") -> dict:
     """Does the temperature x beta setting change the score at all? Friedman's test (scipy.stats) over the grid's
     cells, the ``category``'s tasks as blocks (tasks every cell has)."""
-    from scipy.stats import friedmanchisquare
 
     cells = _category(wide, category)[list(grid_cells(wide.columns))].dropna()
     if cells.shape[1] < 3 or len(cells) < 2:
@@ -169,7 +169,6 @@ def grid_friedman(wide: pd.DataFrame, category: str = "STS") -> dict:
 def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
     """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
     (scipy.stats.false_discovery_control) over the rows that were tested (not untestable or missing)."""
-    from scipy.stats import false_discovery_control
 
     out = claims.copy()
     tested = out["verdict at our scale"].isin(["supported", "contradicted"]) | \

@@ -12,7 +12,8 @@ from repro.autoregembed.config import (
     AlignConfig,
 )
 from repro.store.paths import data_dir
-from repro.training.data import read_triplets, subset
+from repro.training.contrastive import TrainConfig
+from repro.training.data import read_triplets, split_triplets, subset
 
 
 def read_instructions() -> list[dict]:
@@ -67,8 +68,6 @@ def read_align_triplets(name: str) -> list[dict]:
 
 def split_align(config: AlignConfig) -> tuple[list[dict], list[dict]]:
     """Training triplets (a seeded subset of ``train_examples`` if set) and held-out triplets (by anchor)."""
-    from repro.training.contrastive import TrainConfig
-    from repro.training.data import split_triplets
 
     if config.data == "nli":
         train_rows, held = split_triplets(TrainConfig(validation_triplets=config.validation_triplets,

@@ -11,10 +11,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT
-from repro.core.embedder import Embedder
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
-from repro.core.encode import EncodeConfig, Tokenizer, length_batches, eos_id, pad_id
+from repro.core.embedder import Embedder
+from repro.core.encode import EncodeConfig, Tokenizer, eos_id, length_batches, pad_id
 from repro.core.prompts import get_prompt
 from repro.training.data import pad_right
 from repro.training.lora import add_lora

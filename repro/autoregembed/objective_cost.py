@@ -14,10 +14,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from repro.autoregembed.config import AlignConfig
+from repro.autoregembed.model import TextIds, build_autoreg
+from repro.autoregembed.objectives import align_batch, alignment_loss, reference_terms
+from repro.store.results import load_or_compute
+from repro.training.contrastive import Collator, TrainConfig, build_model, info_nce
+from repro.training.data import read_triplets
 
 OBJECTIVES = ("contrastive", "align")
 
@@ -34,18 +46,13 @@ def _rss_mb() -> float:
 
 def measure_here(objective: str, batch_size: int, backbone: str, steps: int, max_length: int) -> dict:
     """Run in THIS process (use :func:`measure` for a fresh one)."""
-    import numpy as np
-    import torch
 
-    from repro.training.contrastive import TrainConfig
-    from repro.training.data import read_triplets
 
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     rows = read_triplets("nli")
     torch.manual_seed(0)
     if objective == "contrastive":
-        from repro.training.contrastive import Collator, build_model, info_nce
 
         config = TrainConfig(backbone=backbone, model=1, batch_size=batch_size, max_length=max_length)
         model = build_model(config)
@@ -56,13 +63,6 @@ def measure_here(objective: str, batch_size: int, backbone: str, steps: int, max
             d = model(*collate([r["positive"] for r in chunk] + [r["negative"] for r in chunk]))
             return info_nce(q, d[:len(chunk)], d[len(chunk):], config.temperature)
     else:
-        from repro.autoregembed.config import AlignConfig
-        from repro.autoregembed.model import TextIds, build_autoreg
-        from repro.autoregembed.objectives import (
-            align_batch,
-            alignment_loss,
-            reference_terms,
-        )
 
         config = AlignConfig(compress=None, backbone=backbone, finetune="lora", batch_size=batch_size,
                              max_length=max_length)
@@ -107,11 +107,8 @@ def measure(objective: str, batch_size: int, backbone: str = "smollm2-135m", ste
 def objective_costs(batch_sizes, backbone: str = "smollm2-135m", steps: int = 4, max_length: int = 64,
                     recompute: bool = False):
     """Stored measurements (``results/autoreg_cost``) for every objective x batch size."""
-    import os
 
-    import pandas as pd
 
-    from repro.store.results import load_or_compute
 
     frames = []
     for objective in OBJECTIVES:

@@ -21,10 +21,10 @@ from repro.autoregembed.data import split_align
 from repro.autoregembed.model import TextIds
 from repro.autoregembed.objectives import reference_scores
 from repro.autoregembed.train import run_params, run_spec
-from repro.store.fingerprint import weights_digest
-from repro.store.runs import train_or_load
 from repro.core.stats import paired_bootstrap_mean, wilcoxon_over_tasks
+from repro.store.fingerprint import weights_digest
 from repro.store.results import load_or_compute
+from repro.store.runs import train_or_load
 
 PROBE_EXPERIMENT = "autoreg_probe"
 TERMS = {("p", "q"): "log p(d+|e_q)", ("n", "q"): "log p(d-|e_q)", ("p", "p"): "log p(d+|e_d+)",

@@ -10,7 +10,12 @@ from pathlib import Path
 
 import torch
 
-from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig, stage_of
+from repro.autoregembed.config import (
+    QUERY_PROMPT,
+    AlignConfig,
+    CompressConfig,
+    stage_of,
+)
 from repro.autoregembed.data import read_stage1, split_align
 from repro.autoregembed.model import (
     AutoRegModel,
@@ -22,8 +27,8 @@ from repro.autoregembed.model import (
 from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
 from repro.store.atomic import atomic_path, write_json
 from repro.store.fingerprint import weights_digest
-from repro.store.runs import RunSpec, ensure_trained, run_folder_name
 from repro.store.identity import config_identity
+from repro.store.runs import RunSpec, ensure_trained, run_folder_name
 from repro.training.data import batch_indices, validation_sts
 from repro.training.loop import make_accelerator, run_training
 

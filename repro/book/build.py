@@ -22,6 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import nbformat
+import papermill
+from nbformat.v4 import new_markdown_cell, new_notebook
+
+from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
@@ -191,8 +196,6 @@ PENDING: dict[str, str] = {}  # none now: every standard page's runs are committ
 
 
 def pending_page(name: str, reason: str, output_dir: Path) -> Path:
-    import nbformat
-    from nbformat.v4 import new_markdown_cell, new_notebook
 
     source = nbformat.read(NOTEBOOKS_DIR / f"{name}.ipynb", as_version=4)
     title = next((line for c in source.cells if c.cell_type == "markdown" for line in c.source.splitlines()
@@ -225,8 +228,6 @@ def page_parameters(name: str, profile: str, overrides: dict | None = None) -> d
 
 def execute(name: str, profile: str, overrides: dict | None = None, recompute: bool = False,
             output_dir: Path = BOOK_DIR, compute_pending: bool = False) -> Path:
-    import nbformat
-    import papermill
 
     params = page_parameters(name, profile, overrides) | {"recompute": recompute}  # checks name, profile, overrides
     if profile == "standard" and name in PENDING and not compute_pending:
@@ -258,7 +259,6 @@ def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lan
     1..N-1 are child processes whose notebooks go to a scratch folder; lane 0 runs here and writes the page
     (every lane walks all the runs, waiting for those another lane holds, so each ends with the whole page).
     Each lane gets cpu_count / lanes threads unless OMP_NUM_THREADS is set."""
-    from repro.store.lanes import LANE_ENV
 
     if not isinstance(lanes, int) or lanes < 1:
         raise ValueError(f"lanes must be a positive integer, got {lanes!r}")

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import textwrap
+import warnings
+
+import datasets
+from transformers.utils import logging as hf_logging
+
 
 def check_params(**specs) -> None:
     """``check_params(name=(value, expected_type_or_tuple, allow_none))``: one clear TypeError per bad value.
@@ -38,9 +46,6 @@ def _bool_for_number(value, expected) -> bool:
 
 def quiet() -> None:
     """Keep rendered pages clean: no progress bars or library warnings in cell outputs."""
-    import logging
-    import os
-    import warnings
 
     os.environ["TQDM_DISABLE"] = "1"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -48,14 +53,12 @@ def quiet() -> None:
     warnings.filterwarnings("ignore")
     logging.getLogger("mteb").setLevel(logging.ERROR)
     try:
-        from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
     except ImportError:  # pragma: no cover
         pass
     try:
-        import datasets
 
         datasets.disable_progress_bars()
     except ImportError:  # pragma: no cover
@@ -64,6 +67,5 @@ def quiet() -> None:
 
 def say(text: str, width: int = 78) -> None:
     """Print a long statement (e.g. a page's scale) wrapped, so the rendered page needs no scrolling."""
-    import textwrap
 
     print(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.masking_utils import create_bidirectional_mask
 
 from repro.store.atomic import atomic_dir, atomic_path
 from repro.store.fingerprint import sha256_files
@@ -121,7 +123,6 @@ def converted_folder(spec: PackagedGGUF) -> Path:
     if (folder / "config.json").is_file():
         return folder
     gguf_path = packaged_gguf_path(spec)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = dict(gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kwargs)
@@ -199,7 +200,6 @@ class Backbone:
         and qwen2 decoders pass through unchanged to every layer."""
         if self.attention == "causal":
             return attention_mask
-        from transformers.masking_utils import create_bidirectional_mask
 
         config = self.decoder.config
         full = create_bidirectional_mask(config=config, inputs_embeds=input_embeds, attention_mask=attention_mask,
@@ -226,7 +226,6 @@ def load_backbone(name: str = "smollm2-135m", attention: str = "causal", device:
     """Load a backbone in fp32 (CPU) or bf16-capable CUDA; attention ``causal`` or ``bidirectional``."""
     if attention not in ATTENTION_MODES:
         raise ValueError(f"unknown attention mode '{attention}'; valid: {', '.join(ATTENTION_MODES)}")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path, revision = resolve(name)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -8,11 +8,18 @@ layer costs one forward pass per text set. Scores always come from ``mteb.evalua
 
 from __future__ import annotations
 
+import json
+import tempfile
 import time
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+import mteb
 import numpy as np
 import pandas as pd
+from mteb.models.model_meta import ModelMeta
+from mteb.similarity_functions import cos_sim, pairwise_cos_sim
+from tqdm.auto import tqdm
 
 from repro.core.backbones import Backbone
 from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
@@ -21,7 +28,6 @@ from repro.core.tasks import TASKS
 
 
 def model_meta(name: str, revision: str, dim: int):
-    from mteb.models.model_meta import ModelMeta
 
     return ModelMeta.create_empty(overwrites=dict(
         name=f"repro/{name}".replace(" ", "_"), revision=revision, embed_dim=dim,
@@ -40,12 +46,10 @@ class CosineSimilarity:
     """mteb's cosine similarity functions, for every encoder of this project."""
 
     def similarity(self, a, b):
-        from mteb.similarity_functions import cos_sim
 
         return cos_sim(a, b)
 
     def similarity_pairwise(self, a, b):
-        from mteb.similarity_functions import pairwise_cos_sim
 
         return pairwise_cos_sim(a, b)
 
@@ -77,7 +81,6 @@ def states_encoder(backbone: Backbone, config: EncodeConfig, pooling: str = "las
 
 def run_mteb(model, tasks: Sequence, **kwargs) -> pd.DataFrame:
     """``mteb.evaluate`` (no result cache) -> one row per task/split/subset with the main score."""
-    import mteb
 
     start = time.perf_counter()
     result = mteb.evaluate(model, list(tasks), cache=None, show_progress_bar=False,
@@ -114,8 +117,6 @@ def _source_for(mteb_name: str):
 
 def sts_pair_similarities(prediction_folder) -> np.ndarray:
     """The per-pair cosine similarities mteb's STS evaluator wrote to its prediction file."""
-    import json
-    from pathlib import Path
 
     files = list(Path(prediction_folder).glob("*.json"))
     if len(files) != 1:
@@ -134,9 +135,7 @@ def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, 
     filled in place): for STS tasks, mteb's per-pair cosine similarities keyed
     ``(task, *labels.values())``, for paired tests over pairs.
     """
-    import tempfile
 
-    from tqdm.auto import tqdm
 
     frames = []
     for task in tasks:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from sentence_transformers import SentenceTransformer
 
 from repro.core.evaluate import run_mteb
 from repro.core.tasks import STS_TASKS, data_fingerprint, describe_suite, offline_task
@@ -42,7 +43,6 @@ def minilm_path() -> Path:
 
 
 def load_minilm():
-    from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(minilm_path()), device="cpu")
 

@@ -27,9 +27,7 @@ def task_texts(name: str, suite: str) -> list[str]:
 
 def sentence_sample(n: int, seed: int = 0) -> list[str]:
     """A fixed, seeded sample of distinct STS-B test sentences (from the data folder)."""
-    import random
 
-    from repro.core.tasks import read_task
 
     data = read_task("STSBenchmark", "full")["test"]
     sentences = sorted(set(data["sentence1"] + data["sentence2"]))

@@ -21,7 +21,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+import mteb
 import numpy as np
+from datasets import Dataset
+from datasets.arrow_dataset import Column
+from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
 from repro.store.fingerprint import sha256_files
 from repro.store.paths import data_dir
@@ -275,10 +279,8 @@ def data_fingerprint(name: str) -> str:
 
 
 def _to_mteb_dataset(source: TaskSource, data: dict):
-    from datasets import Dataset
 
     if source.category == "Retrieval":
-        from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
         split = RetrievalSplitData(
             corpus=Dataset.from_dict(data["corpus"]),
@@ -319,7 +321,6 @@ def _calculate_scores_on_arrays(self, y_test, y_pred):
     """mteb hands scikit-learn's metrics the label ``Column`` of a datasets ``Dataset``; each metric then
     converts it row by row (~1 M row reads per evaluation, 90% of a classification evaluation's time).
     Slicing it once gives the same labels as one array; the metrics are mteb's, unchanged."""
-    from datasets.arrow_dataset import Column
 
     if isinstance(y_test, Column):
         y_test = np.asarray(y_test[:])
@@ -328,7 +329,6 @@ def _calculate_scores_on_arrays(self, y_test, y_pred):
 
 def offline_task(name: str, suite: str = "standard"):
     """The mteb 2 task object for ``name``, reading its data from the data folder under a suite."""
-    import mteb
 
     if name not in TASKS:
         raise _unknown("task", name, TASKS)
@@ -356,7 +356,6 @@ def offline_task(name: str, suite: str = "standard"):
 
 def online_task(name: str):
     """The real MTEB task (downloads its data: needs a network)."""
-    import mteb
 
     source = TASKS.get(name)
     return mteb.get_task(source.mteb_name if source and source.mteb_name else name)

@@ -28,6 +28,8 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from sklearn.decomposition import PCA
+from sklearn.random_projection import GaussianRandomProjection
 
 from repro.store.atomic import atomic_path
 from repro.store.paths import cache_dir
@@ -156,7 +158,6 @@ def truncation(d: int, ratio: int) -> LinearMap:
 
 def whitening(fit_states: np.ndarray, ratio: int, seed: int = 0) -> LinearMap:
     """PCA whitening to k dims fitted on ``fit_states`` (e.g. NLI sentences encoded the same way)."""
-    from sklearn.decomposition import PCA
 
     fit_states = np.asarray(fit_states, dtype=np.float64)
     d = fit_states.shape[1]
@@ -169,7 +170,6 @@ def whitening(fit_states: np.ndarray, ratio: int, seed: int = 0) -> LinearMap:
 
 
 def random_projection(d: int, ratio: int, seed: int = 0) -> LinearMap:
-    from sklearn.random_projection import GaussianRandomProjection
 
     k = kept_dims(d, ratio)
     projection = GaussianRandomProjection(n_components=k, random_state=seed).fit(np.zeros((1, d)))

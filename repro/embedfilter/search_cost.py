@@ -7,12 +7,14 @@ corpus sizes given, for the embedding widths an EmbedFilter ratio leaves (``d //
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 
 from repro.store.results import load_or_compute
 
@@ -61,9 +63,7 @@ def search_cost(hidden_size: int, ratios: Sequence[int] = (1, 2, 4, 8), corpus_s
         start = time.perf_counter()
         rows = measure([hidden_size // r for r in ratios], corpus_sizes, n_queries, repeats=repeats, seed=seed)
         rows["ratio"] = [hidden_size // k for k in rows["dims"]]
-        import os
 
-        import torch
 
         # timings depend on what else runs: record the machine's load while measuring
         extra = {"load_average_1min": os.getloadavg()[0], "cpu_count": os.cpu_count(),

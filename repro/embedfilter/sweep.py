@@ -22,6 +22,7 @@ from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
+from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import (
     TASKS,
     check_task_names,
@@ -83,7 +84,6 @@ def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataF
 
 def tests_against(scores: pd.DataFrame, variants: Sequence[str], baseline: str) -> pd.DataFrame:
     """Per backbone x prompt: each variant vs ``baseline``, Wilcoxon signed-rank over tasks (two-sided)."""
-    from repro.core.stats import wilcoxon_over_tasks
 
     per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False)["main_score"].mean()
     rows = []

@@ -23,6 +23,7 @@ from scipy import stats
 
 from repro.core.backbones import load_backbone
 from repro.core.encode import encode
+from repro.core.samples import sentence_sample
 from repro.core.stats import wilcoxon_over_tasks
 from repro.embedfilter.filters import (
     filter_indices,
@@ -30,7 +31,7 @@ from repro.embedfilter.filters import (
     unembedding_matrix,
     unembedding_spectrum,
 )
-from repro.core.samples import sentence_sample
+from repro.embedfilter.sweep import encode_config
 from repro.store.paths import data_dir
 from repro.store.results import load_or_compute
 
@@ -78,7 +79,6 @@ def vocabulary_probe(backbone_name: str, prompt: str = "prompteol", kind: str = 
                      n_sentences: int = 500, top: int = 20, n_resamples: int = 1000, seed: int = 0,
                      recompute: bool = False) -> dict:
     """Top tokens before/after filtering and the token-frequency alignment of the embeddings (stored)."""
-    from repro.embedfilter.sweep import encode_config
 
     params = {"backbone": backbone_name, "prompt": prompt, "filter": f"{kind}/{ratio}", "n_sentences": n_sentences,
               "top": top, "n_resamples": n_resamples, "seed": seed, "corpus": list(CORPUS_FILES),
@@ -150,7 +150,6 @@ def vocabulary_probe(backbone_name: str, prompt: str = "prompteol", kind: str = 
 def spectrum_bands(backbone_name: str, prompt: str = "prompteol", n_sentences: int = 500, bands: int = 8,
                    seed: int = 0, recompute: bool = False) -> dict:
     """Singular values of ``W_U`` and the embeddings' variance / energy per band of singular directions."""
-    from repro.embedfilter.sweep import encode_config
 
     params = {"backbone": backbone_name, "prompt": prompt, "n_sentences": n_sentences, "bands": bands,
               "seed": seed, "sentences": "STS-B test (seeded sample)", "kind": "spectrum"}

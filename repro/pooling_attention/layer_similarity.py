@@ -12,9 +12,15 @@ Two measures over the same n sentences, each a layer x layer matrix:
 
 from __future__ import annotations
 
-import numpy as np
+import time
 
+import numpy as np
+import pandas as pd
+
+from repro.core.backbones import load_backbone, resolve
+from repro.core.encode import EncodeConfig, encode
 from repro.core.samples import sentence_sample
+from repro.store.results import load_or_compute
 
 
 def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
@@ -63,13 +69,8 @@ def layer_similarity(states: np.ndarray, measure: str = "linear_cka") -> np.ndar
 def layer_correlation(backbone_name: str, n_sentences: int = 1000, pooling: str = "last", seed: int = 0,
                       recompute: bool = False) -> dict:
     """Both measures between every pair of layers of one backbone's EOS (last-token) states; stored."""
-    import time
 
-    import pandas as pd
 
-    from repro.core.backbones import load_backbone, resolve
-    from repro.core.encode import EncodeConfig, encode
-    from repro.store.results import load_or_compute
 
     params = {"backbone": backbone_name, "revision": resolve(backbone_name)[1], "n_sentences": n_sentences,
               "pooling": pooling, "prompt": "none", "seed": seed, "sentences": "STSBenchmark test"}

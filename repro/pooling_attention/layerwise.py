@@ -26,7 +26,7 @@ from repro.core.tasks import (
     offline_task,
     suite_caps,
 )
-from repro.store.results import decode_array, encode_array, load_or_compute
+from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "layerwise"
 
@@ -65,7 +65,6 @@ def pair_similarities(record: dict, layer: int, pooling: str):
 
 def stored_records(backbone_name: str, suite: str) -> dict[str, dict]:
     """The stored layerwise record per task for a backbone and suite (the one scoring most layers)."""
-    from repro.store.results import all_results
 
     best: dict[str, dict] = {}
     for record in all_results(EXPERIMENT):
@@ -85,7 +84,6 @@ def compute_time(backbone_name: str, suite: str) -> pd.DataFrame:
     encoding time is estimated as that call minus the record's median call. A task's encoding time is
     the largest such estimate over its records (the run that encoded it); its scoring time is the sum of
     the calls of the record that scored the most layers, minus any encoding in it."""
-    from repro.store.results import all_results
 
     per_record = []
     for record in all_results(EXPERIMENT):

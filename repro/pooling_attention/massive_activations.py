@@ -18,7 +18,8 @@ import pandas as pd
 
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, encode
-from repro.core.evaluate import states_encoder, evaluate_encoders
+from repro.core.evaluate import evaluate_encoders, states_encoder
+from repro.core.samples import nli_sentences
 from repro.core.tasks import data_fingerprint, describe_suite, offline_task
 from repro.store.results import load_or_compute
 
@@ -56,7 +57,6 @@ def dimension_dominance(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def massive_activations(backbone_name: str, suite: str = "standard", task: str = "STSBenchmark",
                         n_reference: int = 2000, seed: int = 0, recompute: bool = False) -> dict:
-    from repro.core.samples import nli_sentences
 
     params = {"backbone": backbone_name, "suite": suite, "caps": describe_suite(suite), "task": task,
               "prompt": "none", "pooling": "mean", "n_reference": n_reference, "seed": seed,

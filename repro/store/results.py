@@ -7,6 +7,7 @@ git commit (and whether the tree was dirty), data fingerprints, machine, date. W
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import json
 import os
@@ -17,10 +18,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from repro.store.atomic import write_json
 from repro.store.fingerprint import params_hash
+from repro.store.lanes import exclusive
 from repro.store.paths import REPO_ROOT, results_dir
 
 PACKAGES = ("torch", "transformers", "mteb", "sentence-transformers", "numpy", "scikit-learn", "scipy",
@@ -29,17 +32,13 @@ PACKAGES = ("torch", "transformers", "mteb", "sentence-transformers", "numpy", "
 
 def encode_array(values) -> str:
     """A 1-D array as base64 of float16 (compact enough to commit: ~2 bytes a value)."""
-    import base64
 
-    import numpy as np
 
     return base64.b64encode(np.asarray(values, dtype=np.float16).tobytes()).decode()
 
 
 def decode_array(blob: str):
-    import base64
 
-    import numpy as np
 
     return np.frombuffer(base64.b64decode(blob), dtype=np.float16).astype(np.float32)
 
@@ -122,7 +121,6 @@ def load_or_compute(experiment: str, params: dict, compute: Callable[[], tuple[p
     """The stored result for ``params``, or ``compute()`` -> (rows, timings, extra), stored and returned.
     The computation holds a lock on the result, so another process (a lane, :mod:`repro.store.lanes`) that asks for
     it meanwhile waits and then loads it instead of computing it again."""
-    from repro.store.lanes import exclusive
 
     if not recompute:
         record = load_result(experiment, params)

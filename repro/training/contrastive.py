@@ -30,6 +30,8 @@ from typing import ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
+from peft import set_peft_model_state_dict
+from safetensors.torch import load_file
 from torch import nn
 
 from repro.core.backbones import load_backbone
@@ -247,8 +249,6 @@ def save_model(model: EmbeddingModel, config: TrainConfig, folder: Path) -> None
 
 def load_trained(folder: str | Path, device: str | None = None) -> tuple[EmbeddingModel, TrainConfig]:
     """Rebuild a trained model from :func:`save_model`'s folder (same code path as training)."""
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
 
     folder = Path(folder)
     if not (folder / "train_config.json").is_file():

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from scipy.stats import spearmanr
 
+from repro.core.tasks import read_tsv, task_folder
 from repro.store.paths import data_dir
 
 DATASETS = {"nli": "train/nli_triplets/snli_dev_test_triplets.jsonl"}
@@ -71,9 +73,7 @@ def pad_right(items, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
 def validation_sts(embed, pairs: int, seed: int = 0) -> float:
     """Spearman x100 of cosine similarity on a seeded sample of STS-B dev pairs; ``embed(texts)`` gives
     L2-normalised embeddings."""
-    from scipy.stats import spearmanr
 
-    from repro.core.tasks import read_tsv, task_folder
 
     rows = read_tsv(task_folder("STSBenchmark") / "dev.tsv")
     rows = random.Random(seed).sample(rows, min(pairs, len(rows)))

@@ -9,9 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from accelerate import Accelerator
 from torch import nn
+from torch.distributed.nn.functional import all_gather
+from tqdm.auto import tqdm
+from transformers import get_scheduler
 
-from repro.store.atomic import write_json
+from repro.store.atomic import atomic_path, write_json
 from repro.store.identity import config_identity
 
 
@@ -20,7 +24,6 @@ def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
     if not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
             or torch.distributed.get_world_size() == 1:
         return tensor
-    from torch.distributed.nn.functional import all_gather
 
     return torch.cat(all_gather(tensor), dim=0)
 
@@ -35,7 +38,6 @@ def _state_file(output: Path) -> Path:
 def save_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: int, meta: dict) -> None:
     """Trainable weights, optimizer, scheduler and ``meta`` (step, history, counters) in one file written
     atomically by rank 0, and each process's RNG states."""
-    from repro.store.atomic import atomic_path
 
     folder.mkdir(parents=True, exist_ok=True)
     rng = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
@@ -75,7 +77,6 @@ def load_checkpoint(folder: Path, model: nn.Module, optimizer, scheduler, rank: 
 def make_accelerator():
     """The accelerate Accelerator every training uses (CPU here; the schedule steps once per optimizer step,
     whatever the number of processes)."""
-    from accelerate import Accelerator
 
     return Accelerator(cpu=not torch.cuda.is_available(), step_scheduler_with_optimizer=False)
 
@@ -91,8 +92,6 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data);
     ``evaluate(core) -> dict`` runs on the main process only. Returns the counters and the history.
     """
-    from tqdm.auto import tqdm
-    from transformers import get_scheduler
 
     output = Path(output)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr, weight_decay=config.weight_decay)

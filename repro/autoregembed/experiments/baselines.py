@@ -11,9 +11,19 @@ from repro.autoregembed.config import (
     AlignConfig,
 )
 from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS
-from repro.core.tasks import STS_TASKS
+from repro.core.backbones import load_backbone
+from repro.core.encode import EncodeConfig
+from repro.core.evaluate import evaluate_encoders, states_encoder
+from repro.core.tasks import (
+    STS_TASKS,
+    check_task_names,
+    data_fingerprint,
+    describe_suite,
+    offline_task,
+    suite_caps,
+)
 from repro.store.lanes import in_lane_order
-from repro.store.results import load_or_compute
+from repro.store.results import encode_array, load_or_compute
 from repro.training.contrastive import TrainConfig
 
 UNTRAINED_EXPERIMENT = "autoreg_untrained"
@@ -29,17 +39,6 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
                        labels: Sequence[str] | None = None) -> pd.DataFrame:
     """The raw backbone's last layer (last token and mean, no prompt) and PromptEOL, per task (stored);
     ``labels``: only these of :data:`UNTRAINED` (None: all three)."""
-    from repro.core.backbones import load_backbone
-    from repro.core.encode import EncodeConfig
-    from repro.core.evaluate import evaluate_encoders, states_encoder
-    from repro.core.tasks import (
-        check_task_names,
-        data_fingerprint,
-        describe_suite,
-        offline_task,
-        suite_caps,
-    )
-    from repro.store.results import encode_array
 
     suite_caps(suite)
     tasks = check_task_names(list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS)
@@ -94,7 +93,6 @@ def contrastive_config(label: str, align: AlignConfig, lr: float = 1e-4) -> "Tra
     """The contrastive baseline ``label`` on the alignment stage's data: the same triplets (split and
     subset), steps, batch size and seed; LoRA as in Paper 1's trainer, lr 1e-4 (the paper's best for its
     in-batch baselines), max length = the alignment encoder's."""
-    from repro.training.contrastive import TrainConfig
 
     if label not in CONTRASTIVE:
         raise ValueError(f"unknown contrastive baseline '{label}'; valid: {', '.join(CONTRASTIVE)}")

@@ -13,6 +13,7 @@ from repro.autoregembed.config import (
 )
 from repro.autoregembed.experiments.baselines import evaluate_untrained
 from repro.autoregembed.experiments.scores import evaluate_autoreg
+from repro.training.cli import argument_type
 
 
 def config_from_arguments(args: dict) -> CompressConfig | AlignConfig:
@@ -29,7 +30,6 @@ def config_from_arguments(args: dict) -> CompressConfig | AlignConfig:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from repro.training.cli import argument_type
 
     parser.add_argument("--stage", choices=("compress", "align"), default="align")
     parser.add_argument("--no-compression", action="store_true", help="stage 2 from the raw backbone (ablation)")

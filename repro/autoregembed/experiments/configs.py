@@ -6,6 +6,7 @@ from repro.autoregembed.config import (
     AlignConfig,
     CompressConfig,
 )
+from repro.book.notebook import check_params
 
 PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their types (papermill -p checks)
     "profile": str, "backbone": str, "suite": str, "finetune": str, "compress_steps": int, "compress_max_length": int,
@@ -16,7 +17,6 @@ PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their type
 
 def page_configs(**params) -> tuple[CompressConfig, AlignConfig]:
     """A Paper 3 page's parameters (checked: clear errors for wrong types) -> the stage-1 and stage-2 configs."""
-    from repro.book.notebook import check_params
 
     missing = set(PAGE_PARAMETERS) - set(params)
     if missing:

@@ -14,6 +14,7 @@ from repro.autoregembed.experiments.configs import steps_for
 from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.autoregembed.experiments.tables import method_scores, sts_average
 from repro.core.tasks import STS_TASKS
+from repro.pooling_attention.trained import evaluate_trained
 from repro.store.lanes import in_lane_order
 
 
@@ -52,7 +53,6 @@ def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Seque
                            methods: Sequence[str], suite: str = "compact", tasks: Sequence[str] | None = None,
                            recompute: bool = False) -> pd.DataFrame:
     """STS average per method x training-set size x seed (:func:`data_efficiency_configs`)."""
-    from repro.pooling_attention.trained import evaluate_trained
 
     tasks = list(tasks) if tasks is not None else STS_TASKS
     def run(method: str, align: AlignConfig) -> pd.DataFrame:

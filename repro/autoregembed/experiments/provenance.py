@@ -8,9 +8,12 @@ from typing import Sequence
 from repro.autoregembed.config import (
     AlignConfig,
 )
+from repro.autoregembed.data import split_align
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.configs import STAGE1_DESCRIPTION
+from repro.autoregembed.objectives import seen_indices
 from repro.autoregembed.train import RUNS_EXPERIMENT, run_params
+from repro.core.tasks import describe_suite
 from repro.store.results import load_result, params_key
 
 
@@ -53,9 +56,6 @@ def _stage2_starts(aligns: Sequence[AlignConfig]) -> str:
 def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> str:
     """The scale and deviations line every Paper 3 page prints under its results, built from the configs
     (``contrastive``: also how the contrastive baselines are trained)."""
-    from repro.autoregembed.data import split_align
-    from repro.autoregembed.objectives import seen_indices
-    from repro.core.tasks import describe_suite
 
     compress = base.compress
     stage1 = (f"Stage 1: {compress.steps} steps x {compress.batch_size} " + STAGE1_DESCRIPTION[compress.data] +

@@ -3,11 +3,17 @@ stage 1's curve) and a profile of the data stage 1 trains on."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from repro.autoregembed.config import (
     CompressConfig,
 )
+from repro.autoregembed.data import read_stage1
+from repro.autoregembed.model import TextIds, build_autoreg
+from repro.autoregembed.objectives import seen_indices
+from repro.autoregembed.train import validation_reconstruction
+from repro.core.backbones import load_backbone
 from repro.store.identity import config_identity
 from repro.store.results import load_or_compute
 
@@ -18,9 +24,6 @@ def uninformative_reconstruction(compress: CompressConfig, recompute: bool = Fal
     """Stage 1's reference line: the held-out reconstruction loss (the same ``validation_examples`` rows the
     run validates on) of the frozen decoder given an uninformative memory, the untrained model's compression
     tokens for every text (:func:`repro.autoregembed.method.validation_reconstruction`); stored."""
-    from repro.autoregembed.data import read_stage1
-    from repro.autoregembed.model import TextIds, build_autoreg
-    from repro.autoregembed.train import validation_reconstruction
 
     identity = config_identity(compress)  # (a setting added later is in the key only when not at its default)
     params = {name: identity[name] for name in ("backbone", "compression_tokens", "max_length", "target_max_length",
@@ -42,11 +45,7 @@ def stage1_data_profile(compress: CompressConfig) -> pd.Series:
     (what the frozen decoder must regenerate from the k compression states) and the share of inputs cut at
     ``max_length``. Short targets ask little of the memory: a one-word answer can be reconstructed from a
     memory that carries little of the text."""
-    import numpy as np
 
-    from repro.autoregembed.data import read_stage1
-    from repro.autoregembed.objectives import seen_indices
-    from repro.core.backbones import load_backbone
 
     rows = read_stage1(compress.data)[compress.validation_examples:]
     seen = [rows[i] for i in seen_indices(len(rows), compress)]

@@ -15,16 +15,18 @@ from repro.autoregembed.experiments.baselines import (
     contrastive_config,
     evaluate_untrained,
 )
+from repro.autoregembed.experiments.curves import autoreg_training_curves
 from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS, evaluate_autoreg
 from repro.core.tasks import STS_TASKS
+from repro.pooling_attention.trained import evaluate_trained
 from repro.store.lanes import in_lane_order
+from repro.training.curves import training_curves
 
 
 def method_scores(align: AlignConfig, suite: str = "compact", tasks: Sequence[str] | None = None,
                   methods: Sequence[str] | None = None, recompute: bool = False, progress: bool = False) -> pd.DataFrame:
     """Per-task scores (column ``method``) of Table 1/2's methods: the untrained backbone (last token, mean,
     PromptEOL), the contrastive baselines on the same triplets, compression only, and AutoRegEmbed."""
-    from repro.pooling_attention.trained import evaluate_trained
 
     tasks = list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS
     every = [*UNTRAINED, *CONTRASTIVE, "compression only", "AutoRegEmbed"]
@@ -55,8 +57,6 @@ def method_training_curves(align: AlignConfig, methods: Sequence[str] | None = N
     stages' frame (:func:`repro.training.curves.autoreg_training_curves`; stage 1 for "compression only" or
     "AutoRegEmbed") and the contrastive baselines' (:func:`repro.training.curves.training_curves`, column
     ``model`` = the baseline's label), each None when no such method is asked for."""
-    from repro.autoregembed.experiments.curves import autoreg_training_curves
-    from repro.training.curves import training_curves
 
     methods = list(methods) if methods is not None else [*CONTRASTIVE, "compression only", "AutoRegEmbed"]
     runs = {}

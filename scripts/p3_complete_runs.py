@@ -20,7 +20,6 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT  # noqa: E402
 from repro.autoregembed.experiments.tables import sts_average  # noqa: E402
 from repro.autoregembed.train import RUNS_EXPERIMENT  # noqa: E402

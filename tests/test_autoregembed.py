@@ -412,7 +412,7 @@ def test_adding_the_stage1_data_setting_keeps_the_keys_of_the_committed_runs():
 
     from repro.autoregembed.experiments.configs import page_configs
     from repro.autoregembed.train import run_params
-    from repro.book.build import page_parameters
+    from repro.book.pages import page_parameters
     from repro.store.results import params_key
 
     committed = Path(__file__).resolve().parent.parent / "results" / "autoreg_runs"

@@ -6,7 +6,8 @@ import nbformat
 import pytest
 
 from repro.book import build
-from repro.book.build import NOTEBOOKS, parse_override
+from repro.book.build import parse_override
+from repro.book.pages import NOTEBOOKS, page_parameters
 
 
 def test_overrides_parse_literals_and_strings():
@@ -40,12 +41,12 @@ def test_every_notebook_has_a_tagged_parameters_cell_and_no_outputs():
 
 @pytest.mark.integration
 def test_page_parameters_are_the_build_parameters_with_checked_overrides():
-    assert build.page_parameters("p3_tables", "smoke") == NOTEBOOKS["p3_tables"]["smoke"]
-    assert build.page_parameters("p3_tables", "smoke", {"suite": "small"})["suite"] == "small"
+    assert page_parameters("p3_tables", "smoke") == NOTEBOOKS["p3_tables"]["smoke"]
+    assert page_parameters("p3_tables", "smoke", {"suite": "small"})["suite"] == "small"
     with pytest.raises(ValueError, match="no parameter"):
-        build.page_parameters("p3_tables", "smoke", {"sizes": [1]})
+        page_parameters("p3_tables", "smoke", {"sizes": [1]})
     with pytest.raises(TypeError, match="must be a dict"):
-        build.page_parameters("p3_tables", "smoke", ["suite"])
+        page_parameters("p3_tables", "smoke", ["suite"])
 
 
 @pytest.mark.integration

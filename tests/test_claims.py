@@ -150,9 +150,12 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
 
     matplotlib.use("Agg")
     from repro.autoregembed.config import AlignConfig, CompressConfig
-    from repro.autoregembed.train import RUNS_EXPERIMENT, run_params
     from repro.autoregembed.experiments import curves
-    from repro.autoregembed.experiments.curves import autoreg_training_curves, plot_autoreg_training_curves
+    from repro.autoregembed.experiments.curves import (
+        autoreg_training_curves,
+        plot_autoreg_training_curves,
+    )
+    from repro.autoregembed.train import RUNS_EXPERIMENT, run_params
 
     compress = CompressConfig(steps=4)
     align, missing = AlignConfig(compress=compress, steps=2), AlignConfig(compress=compress, steps=3)

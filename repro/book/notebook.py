@@ -10,6 +10,8 @@ import warnings
 import datasets
 from transformers.utils import logging as hf_logging
 
+from repro.store.paths import offline
+
 
 def check_params(**specs) -> None:
     """``check_params(name=(value, expected_type_or_tuple, allow_none))``: one clear TypeError per bad value.
@@ -45,24 +47,15 @@ def _bool_for_number(value, expected) -> bool:
 
 
 def quiet() -> None:
-    """Keep rendered pages clean: no progress bars or library warnings in cell outputs."""
-
+    """Keep rendered pages clean (no progress bars or library warnings in cell outputs) and work offline (the
+    data are local files; a user who set ``HF_HUB_OFFLINE=0`` keeps the hub)."""
     os.environ["TQDM_DISABLE"] = "1"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    offline()
     warnings.filterwarnings("ignore")
     logging.getLogger("mteb").setLevel(logging.ERROR)
-    try:
-
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-
-        datasets.disable_progress_bars()
-    except ImportError:  # pragma: no cover
-        pass
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
 
 
 def say(text: str, width: int = 78) -> None:

@@ -14,9 +14,9 @@ import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer

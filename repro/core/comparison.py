@@ -7,7 +7,7 @@ of the mean difference over the same datasets.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 from scipy.stats import kendalltau

@@ -18,9 +18,9 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -202,7 +202,7 @@ def settings_key(backbone: Backbone, config: EncodeConfig) -> dict:
     }
 
 
-_MEMO: "OrderedDict[str, dict[str, np.ndarray]]" = OrderedDict()
+_MEMO: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
 _MEMO_SIZE = 3
 
 

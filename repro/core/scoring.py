@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import gzip
 import json
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import mteb
 import numpy as np

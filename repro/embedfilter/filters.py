@@ -23,8 +23,8 @@ scikit-learn ``GaussianRandomProjection``). Every filter is a :class:`LinearMap`
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 
 def sha256_files(paths: Iterable[Path], with_names: bool = False) -> str:

@@ -17,8 +17,9 @@ import contextvars
 import hashlib
 import os
 import re
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Hashable, Iterable, Iterator, TypeVar
+from typing import TypeVar
 
 from repro.store.paths import cache_dir
 

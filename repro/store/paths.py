@@ -47,3 +47,10 @@ def states_dir() -> Path:
     folder = Path(os.environ.get(STATES_ENV, cache_dir() / "states")).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def offline() -> None:
+    """Switch the Hugging Face libraries to offline mode (the book's data and backbones are local), unless the
+    user chose otherwise. Called explicitly by the command line, the build and the pages, never on import."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

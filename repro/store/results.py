@@ -14,9 +14,9 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -69,7 +69,7 @@ def provenance() -> dict:
         "packages": package_versions(),
         "git": git_state(),
         "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "lane": os.environ.get("REPRO_LANE") or None,  # which of several processes sharing a page computed it
     }
 

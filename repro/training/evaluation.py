@@ -7,7 +7,7 @@ task (STS keeps per-pair similarities).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

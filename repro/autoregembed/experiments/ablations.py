@@ -4,7 +4,7 @@ each a stage-2 run from one stage 1."""
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

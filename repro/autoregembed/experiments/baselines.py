@@ -3,7 +3,7 @@ contrastive baselines trained on the same triplets with the shared contrastive t
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -89,7 +89,7 @@ CONTRASTIVE = {  # label -> (repro.training.contrastive model, hard negatives)
 }
 
 
-def contrastive_config(label: str, align: AlignConfig, lr: float = 1e-4) -> "TrainConfig":
+def contrastive_config(label: str, align: AlignConfig, lr: float = 1e-4) -> TrainConfig:
     """The contrastive baseline ``label`` on the alignment stage's data: the same triplets (split and
     subset), steps, batch size and seed; LoRA as in Paper 1's trainer, lr 1e-4 (the paper's best for its
     in-batch baselines), max length = the alignment encoder's."""

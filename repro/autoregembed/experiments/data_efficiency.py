@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -14,8 +14,8 @@ from repro.autoregembed.experiments.configs import steps_for
 from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.autoregembed.experiments.tables import method_scores, sts_average
 from repro.core.tasks import STS_TASKS
-from repro.pooling_attention.trained import evaluate_trained
 from repro.store.lanes import in_lane_order
+from repro.training.evaluation import evaluate_trained
 
 
 def data_efficiency_configs(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int],

@@ -3,7 +3,7 @@ line (backbone, data, steps, baselines' settings)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from repro.autoregembed.config import (
     AlignConfig,

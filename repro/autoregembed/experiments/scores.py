@@ -3,7 +3,7 @@ per task in ``results/autoreg_scores/``."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -18,9 +18,9 @@ from repro.autoregembed.experiments.baselines import (
 from repro.autoregembed.experiments.curves import autoreg_training_curves
 from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS, evaluate_autoreg
 from repro.core.tasks import STS_TASKS
-from repro.pooling_attention.trained import evaluate_trained
 from repro.store.lanes import in_lane_order
 from repro.training.curves import training_curves
+from repro.training.evaluation import evaluate_trained
 
 
 def method_scores(align: AlignConfig, suite: str = "compact", tasks: Sequence[str] | None = None,

@@ -1,0 +1,167 @@
+"""Every page of the book with its parameters per profile: the one source of page parameters.
+
+``smoke`` is what the tests build (minutes); ``standard`` is what the book shows, computed from committed
+results. Each notebook's parameters cell holds exactly its ``standard`` profile (a test checks it), so a
+reader who opens a page in Jupyter and runs it top to bottom gets the book's page, from committed results.
+"""
+
+from __future__ import annotations
+
+# The EmbedFilter sweeps the standard book shows (committed by scripts/p2_sweeps.sh; the grid is every backbone x
+# prompt whose sweep over P2_TASKS is committed)
+P2_BACKBONES = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
+P2_PROMPTS = ["prompteol", "echo"]
+P2_SKIP: list[str] = []  # "backbone:prompt" runs of that grid whose sweeps are not committed yet
+P2_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "STS14", "STS15", "STS16", "STS17"]
+
+# Table 5's tasks on the second backbone: the compact suite without its two slowest tasks to encode (IMDB and
+# ArguAna, ~35% of an evaluation); every category keeps at least one task
+P1_ROBUSTNESS_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "STS14", "STS15", "STS16", "STS17",
+                       "AmazonCounterfactualClassification", "Banking77Classification", "EmotionClassification",
+                       "TweetSentimentExtractionClassification", "TwentyNewsgroupsClustering", "TwitterURLCorpus",
+                       "SciFact", "NFCorpusPreprocessed"]
+
+# Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
+NOTEBOOKS: dict[str, dict[str, dict]] = {
+    "p1_layer_correlation": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "n_sentences": 64},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "n_sentences": 1000},
+    },
+    "p1_layerwise_mteb": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17", "AmazonCounterfactualClassification",
+                            "TwentyNewsgroupsClustering", "TwitterURLCorpus", "SciFact"],
+                  "layer_step": 10, "n_reference": 200},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "suite": "standard",
+                     "tasks": None, "layer_step": 1, "n_reference": 2000},
+    },
+    "p1_train": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "model": 5, "steps": 2, "batch_size": 4,
+                  "max_length": 32, "validation_sts_pairs": 16, "validation_triplets": 8, "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17"], "seed": 0},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "model": 5, "steps": 150, "batch_size": 16,
+                     "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300, "suite": "compact",
+                     "tasks": None, "seed": 0},
+    },
+    "p1_tables": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5], "steps": 2,
+                  "batch_size": 4, "max_length": 32, "validation_sts_pairs": 16, "validation_triplets": 8,
+                  "suite": "smoke", "tasks": ["STSBenchmark", "STS17"], "seed": 0},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5], "steps": 150,
+                     "batch_size": 16, "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300,
+                     "suite": "compact", "tasks": None, "seed": 0},
+    },
+    "p1_robustness": {
+        # the smoke profile reuses p1_tables' smoke models (the mechanics, not a second backbone)
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "reference_backbone": "smollm2-135m",
+                  "models": [1, 2, 3, 4, 5], "steps": 2, "reference_steps": 2, "batch_size": 4, "max_length": 32,
+                  "validation_sts_pairs": 16, "validation_triplets": 8, "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17"], "seed": 0},
+        "standard": {"profile": "standard", "backbone": "gemma3-270m", "reference_backbone": "smollm2-135m",
+                     "models": [1, 2, 3, 4, 5], "steps": 150, "reference_steps": 150, "batch_size": 16,
+                     "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300, "suite": "compact",
+                     "tasks": P1_ROBUSTNESS_TASKS, "seed": 0},
+    },
+    **{name: {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17", "SciFact"], "all_task_runs": [],
+                  "ratios": [1, 2]},
+        # every backbone x prompt on the 9 STS sets (scripts/p2_sweeps.sh), SmolLM2/PromptEOL on all 19 tasks
+        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": P2_PROMPTS, "skip_runs": P2_SKIP,
+                     "suite": "compact", "tasks": P2_TASKS, "all_task_runs": ["smollm2-135m:prompteol"], "ratios": [1, 2, 4, 8]},
+    } for name in ("p2_main_table", "p2_filter_types")},
+    "p2_vocab_probe": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompt": "prompteol", "n_sentences": 40,
+                  "n_resamples": 50},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
+                     "prompt": "prompteol", "n_sentences": 500, "n_resamples": 1000},
+    },
+    "p2_spectrum": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "n_sentences": 40},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"],
+                     "prompts": ["prompteol", "echo"], "n_sentences": 500},
+    },
+    "p2_dimension_cost": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "prompts": ["prompteol"], "suite": "smoke",
+                  "tasks": ["STSBenchmark", "STS17", "SciFact"], "ratios": [1, 2]},
+        # PromptEOL sweeps also cover SciFact (scripts/p2_sweeps.sh)
+        "standard": {"profile": "standard", "backbones": P2_BACKBONES, "prompts": ["prompteol"], "skip_runs": [],
+                     "suite": "compact",
+                     "tasks": ["SciFact"], "ratios": [1, 2, 4, 8]},
+    },
+    "p3_tables": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
+                  "compress_steps": 1, "compress_max_length": 64, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06, "warmup_steps": 0, "batch_size": 2,
+                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
+                  "seed": 0, "tasks": ["STSBenchmark"],
+                  "methods": ["last token", "PromptEOL", "last token, in-batch", "compression only", "AutoRegEmbed"]},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "compact", "finetune": "full",
+                     "compress_steps": 300, "compress_max_length": 160, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 150, "align_lr": 5e-06,
+                     "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
+                     "validation_triplets": 300, "seed": 0, "tasks": None, "methods": None},
+    },
+    "p3_data_efficiency": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
+                  "compress_steps": 1, "compress_max_length": 64, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06, "warmup_steps": 0, "batch_size": 2,
+                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
+                  "seed": 0, "tasks": ["STSBenchmark"], "sizes": [4, 8], "seeds": [0],
+                  "epochs": 0.25, "methods": ["AutoRegEmbed", "last token, in-batch"],
+                  "references": ["compression only", "PromptEOL"]},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "small", "finetune": "full",
+                     "compress_steps": 300, "compress_max_length": 160, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 150, "align_lr": 5e-06,
+                     "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
+                     "validation_triplets": 300, "seed": 0, "tasks": None, "sizes": [64, 128, 256, 512, 1024],
+                     "seeds": [0, 1], "epochs": 1.0,
+                     # the two in-batch baselines (the paper's strongest early risers); the hard-negative ones
+                     # are parameters (-p methods=...) left out of the book's budget
+                     "methods": ["AutoRegEmbed", "last token, in-batch", "mean, in-batch"],
+                     "references": ["compression only", "PromptEOL"]},
+    },
+    "p3_ablations": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
+                  "compress_steps": 1, "compress_max_length": 64, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06, "warmup_steps": 0, "batch_size": 2,
+                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
+                  "seed": 0, "tasks": ["STSBenchmark"],
+                  "variants": ["full (Eq. 2, sigmoid)", "JS divergence"], "temperatures": [0.05], "betas": [0.1]},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "small", "finetune": "full",
+                     "compress_steps": 300, "compress_max_length": 160, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 75, "align_lr": 5e-06,
+                     "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
+                     "validation_triplets": 300, "seed": 0, "tasks": None,
+                     "variants": ["full (Eq. 2, sigmoid)", "without compression", "log-sigmoid", "KL divergence",
+                                  "JS divergence", "tanh", "reference added (official code)", "strategy 1: q as target",
+                                  "strategy 2: q and d+ anchors", "strategy 3: + p(d+|e_d+) over p(d-|e_d+)",
+                                  "strategy 4: + p(d-|e_d-) over p(d+|e_d-)"],
+                     "temperatures": [0.02, 0.05, 0.1, 1.0], "betas": [0.05, 0.1, 0.2]},
+    },
+    "p3_memory": {
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "batch_sizes": [2], "steps": 2, "max_length": 32},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "batch_sizes": [4, 8, 16], "steps": 4,
+                     "max_length": 64},
+    },
+    "p3_summary": {  # reads the stored results of the four Paper 3 pages above, for their parameters
+        "smoke": {"profile": "smoke", "tables": None, "data_efficiency": None, "ablations": None, "memory": None},
+        "standard": {"profile": "standard", "tables": None, "data_efficiency": None, "ablations": None,
+                     "memory": None},
+    },
+    "reproducibility": {
+        "smoke": {"profile": "smoke"},
+        "standard": {"profile": "standard"},
+    },
+}
+PROFILES = ("smoke", "standard")
+
+
+def page_parameters(name: str, profile: str, overrides: dict | None = None) -> dict:
+    """The parameters the book runs notebook ``name`` with under ``profile``, with ``overrides`` (checked: only
+    parameters the notebook has, plus ``recompute``)."""
+    if name not in NOTEBOOKS:
+        raise ValueError(f"unknown notebook '{name}'; valid: {', '.join(NOTEBOOKS)}")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile '{profile}'; valid: {', '.join(PROFILES)}")
+    if overrides is not None and not isinstance(overrides, dict):
+        raise TypeError(f"overrides of '{name}' must be a dict of parameters, got {type(overrides).__name__}")
+    params = dict(NOTEBOOKS[name][profile])
+    unknown = set(overrides or {}) - set(params) - {"recompute"}
+    if unknown:
+        raise ValueError(f"notebook '{name}' has no parameter(s) {sorted(unknown)}; it has {sorted(params)}")
+    return params | (overrides or {})

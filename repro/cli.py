@@ -1,0 +1,53 @@
+"""The ``repro`` command: one entry point over the library's command lines.
+
+    repro build [--profile smoke] [--only PAGE -p name=value]   the book (papermill -> jupyter-book)
+    repro train --model 5 --steps 150 --suite compact          train and score one contrastive model (Paper 1)
+    repro autoreg --stage align --steps 150 --suite compact    train and score one AutoRegEmbed stage (Paper 3)
+    repro embedfilter --backbone B --prompt echo --suite S     the EmbedFilter sweep (Paper 2)
+    repro layerwise --backbone B --suite S                     per-layer scores (Paper 1, Figure 2)
+    repro evaluate --suite full                                the harness check: all-MiniLM-L6-v2 vs MTEB's scores
+    repro objective-cost ...                                   memory and time of alignment vs InfoNCE
+    repro report                                               markdown tables of the stored results
+
+``repro COMMAND --help`` gives each command's options. The command line works offline (``HF_HUB_OFFLINE=1``
+unless set) and logs at INFO level.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+from repro.store.paths import offline
+
+COMMANDS = {  # name -> module whose main(argv) runs it
+    "build": "repro.book.build",
+    "train": "repro.pooling_attention.trained",
+    "train-only": "repro.training.contrastive",
+    "autoreg": "repro.autoregembed.experiments.cli",
+    "embedfilter": "repro.embedfilter.sweep",
+    "layerwise": "repro.pooling_attention.layerwise",
+    "evaluate": "repro.core.reference",
+    "objective-cost": "repro.autoregembed.objective_cost",
+    "report": "repro.book.report",
+    "screenshot": "repro.book.screenshot",
+}
+
+
+def main(argv=None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        print("commands:", ", ".join(COMMANDS))
+        return
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        sys.exit(f"repro: unknown command '{name}'; valid: {', '.join(COMMANDS)}")
+    offline()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    importlib.import_module(COMMANDS[name]).main(rest)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The library's shape (issue 18): layers, no cycles, no cross-paper imports, small files, one of each concept,
+and notebook defaults that equal what the book runs."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REPRO = ROOT / "repro"
+PAPERS = ("pooling_attention", "embedfilter", "autoregembed")
+LAYERS = ("core", "store", "training", *PAPERS, "book")
+
+
+def modules() -> dict[str, Path]:
+    return {".".join(p.with_suffix("").relative_to(ROOT).parts).removesuffix(".__init__"): p
+            for p in REPRO.rglob("*.py")}
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """repro modules imported at run time (not under ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
+    return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and id(node) not in typing_only
+            and node.module and node.module.startswith("repro")}
+
+
+def test_the_top_level_reads_as_core_store_training_three_papers_and_book():
+    packages = sorted(p.name for p in REPRO.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+    assert packages == sorted(LAYERS)
+    assert sorted(p.name for p in REPRO.glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
+
+
+def test_no_import_cycles_and_no_paper_imports_another():
+    graph = {name: runtime_imports(path) for name, path in modules().items()}
+    state: dict[str, int] = {}
+
+    def visit(name, stack):
+        if state.get(name) == 1:
+            pytest.fail("import cycle: " + " -> ".join(stack[stack.index(name):] + [name]))
+        if state.get(name) == 2:
+            return
+        state[name] = 1
+        for dep in graph.get(name, ()):
+            visit(dep, stack + [name])
+        state[name] = 2
+
+    for name in graph:
+        visit(name, [])
+    for name, deps in graph.items():
+        layer = name.split(".")[1] if "." in name else ""
+        if layer in PAPERS:
+            others = {d for d in deps if d.split(".")[1] in PAPERS and d.split(".")[1] != layer}
+            assert not others, f"{name} (a paper) imports another paper: {sorted(others)}"
+        if layer in ("core", "store", "training"):
+            above = {d for d in deps if d.split(".")[1] in (*PAPERS, "book")}
+            assert not above, f"{name} ({layer}) imports a paper or the book: {sorted(above)}"
+
+
+def test_no_library_file_over_400_lines_and_imports_at_module_top():
+    for name, path in modules().items():
+        assert len(path.read_text().splitlines()) <= 400, name
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner = [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+                # the one exception: fcntl, inside the try that handles its absence (no flock on Windows)
+                assert all(isinstance(n, ast.Import) and n.names[0].name == "fcntl" for n in inner), (name, node.name)
+
+
+def _calls(pattern: str) -> list[str]:
+    out = subprocess.run(["grep", "-rn", "--include=*.py", pattern, str(REPRO)], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if line.strip()]
+
+
+def test_each_concept_exists_once():
+    assert len(_calls(r"\.remove_quantization_config(")) == 1
+    assert len(_calls(r"LoraConfig(")) == 1
+    assert len(_calls(r"def train_or_load(")) == 1
+    assert len(_calls(r"def weights_digest(")) == 1
+    assert len(_calls(r"def runs_dir(")) == 1
+    assert len(_calls(r"exclusive(f\"run ")) == 1  # one lock site for trained runs
+    assert len(_calls(r"(CosineSimilarity):")) == 1  # one mteb adapter
+
+
+def test_importing_the_library_sets_no_environment_variable():
+    code = ("import os, pkgutil, importlib, repro; before = dict(os.environ)\n"
+            "for m in pkgutil.walk_packages(repro.__path__, 'repro.'):\n"
+            "    if not m.name.endswith('__main__'): importlib.import_module(m.name)\n"
+            "changed = {k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k)}\n"
+            "print(sorted(changed))")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    changed = eval(out.stdout.strip().splitlines()[-1])
+    assert not [k for k in changed if k.startswith(("HF_", "REPRO_", "TOKENIZERS", "OMP", "MKL"))], changed
+
+
+def test_every_notebook_default_equals_what_the_book_runs():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    sync = importlib.import_module("sync_notebook_parameters")
+    from repro.book.pages import NOTEBOOKS
+
+    assert {name: diff for name in NOTEBOOKS if (diff := sync.differences(name))} == {}

@@ -116,3 +116,28 @@ def test_two_lanes_split_a_pages_runs_and_the_page_completes(tmp_path, monkeypat
     assert lanes == {"0/2", "1/2"}  # both processes computed part of the page
     with pytest.raises(SystemExit):
         build.main(["--profile", "smoke", "--no-site", "--only", "p3_ablations", "--lanes", "2", "--recompute"])
+
+
+@pytest.mark.integration
+def test_the_list_parameter_hint_names_a_papermill_command_that_works(tmp_path):
+    """A list given with papermill's -p arrives as a string: the error's hint names the -y form, and that exact
+    form runs the page (from committed results)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = os.environ | {"REPRO_RESULTS_DIR": str(build.REPO_ROOT / "results")}  # the committed results
+    papermill = [sys.executable, "-m", "papermill", "--cwd", str(build.REPO_ROOT), "-k", "python3",
+                 str(build.NOTEBOOKS_DIR / "p2_vocab_probe.ipynb"), str(tmp_path / "out.ipynb")]
+    wrong = subprocess.run(papermill + ["-p", "backbones", '["smollm2-135m"]'], capture_output=True, text=True,
+                           env=env)
+    assert wrong.returncode != 0 and "must be a list of str" in wrong.stderr + wrong.stdout
+    hint = re.search(r"-y '([^']+)'", wrong.stderr + wrong.stdout)
+    assert hint, wrong.stderr[-2000:]
+    yaml = hint.group(1).replace("[a, b]", "[smollm2-135m]")
+    right = subprocess.run(papermill + ["-y", yaml], capture_output=True, text=True, env=env)
+    assert right.returncode == 0, right.stderr[-2000:]
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    assert "smollm2-135m" in str(out.cells) and "gemma3-270m" not in "".join(
+        o.get("text", "") for c in out.cells for o in c.get("outputs", []) if c.cell_type == "code")

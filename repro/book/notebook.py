@@ -27,13 +27,20 @@ def check_params(**specs) -> None:
             item = expected[1]
             if not isinstance(value, list) or not all(isinstance(v, item) and not _bool_for_number(v, item)
                                                       for v in value):
-                raise TypeError(f"parameter '{name}' must be a list of {_type_names(item)}, got {value!r} "
-                                f"(papermill: -p {name} '[\"a\", \"b\"]' or -y '{name}: [a, b]')")
+                raise TypeError(f"parameter '{name}' must be a list of {_type_names(item)}, got {value!r}: "
+                                f"{list_hint(name)}")
             continue
         if _bool_for_number(value, expected):
             raise TypeError(f"parameter '{name}' must be {_type_names(expected)}, got {value!r}")
         if not isinstance(value, expected):
             raise TypeError(f"parameter '{name}' must be {_type_names(expected)}, got {type(value).__name__} {value!r}")
+
+
+def list_hint(name: str) -> str:
+    """How to give a list parameter on the command line, in the forms that work: papermill's ``-p`` always passes
+    a string, so lists go through ``-y`` (YAML); ``repro build -p`` parses a Python/JSON literal."""
+    return (f"with papermill, give lists as YAML: -y '{name}: [a, b]'; "
+            f"with the build: repro build --only PAGE -p '{name}=[\"a\", \"b\"]'")
 
 
 def _type_names(expected) -> str:

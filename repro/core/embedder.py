@@ -27,24 +27,9 @@ from dataclasses import replace
 import numpy as np
 
 from repro.core.backbones import Backbone
-from repro.core.encode import EncodeConfig, encode
+from repro.core.encode import EncodeConfig, check_texts, encode
 
 ROLES = ("query", "document")
-
-
-def check_texts(texts) -> list[str]:
-    """``texts`` as a list of str; a bare string (which would be read as one text per character), a non-iterable
-    or a non-str item raises TypeError."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError("texts must be a list of strings, got a single string: wrap it in a list ([text])")
-    try:
-        texts = list(texts)
-    except TypeError:
-        raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}") from None
-    for text in texts:
-        if not isinstance(text, str):
-            raise TypeError(f"texts must be str, got an item of type {type(text).__name__}")
-    return texts
 
 
 class Embedder(ABC):

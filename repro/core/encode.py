@@ -202,6 +202,21 @@ def settings_key(backbone: Backbone, config: EncodeConfig) -> dict:
     }
 
 
+def check_texts(texts) -> list[str]:
+    """``texts`` as a list of str; a bare string (which would be read as one text per character), a non-iterable
+    or a non-str item raises TypeError."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("texts must be a list of strings, got a single string: wrap it in a list ([text])")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}") from None
+    for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"texts must be str, got an item of type {type(text).__name__}")
+    return texts
+
+
 _MEMO: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
 _MEMO_SIZE = 3
 
@@ -217,10 +232,7 @@ def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None
     (``{pooling: array[1, len(texts), hidden]}``), without copying the other layers.
     """
     config = config or EncodeConfig()
-    texts = list(texts)
-    for t in texts:
-        if not isinstance(t, str):
-            raise TypeError(f"texts must be str, got {type(t).__name__}")
+    texts = check_texts(texts)
     prompt = get_prompt(config.prompt)
     layers = list(range(backbone.num_layers + 1)) if config.layers is None else list(config.layers)
     bad = [layer for layer in layers if not 0 <= layer <= backbone.num_layers]

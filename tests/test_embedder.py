@@ -1,0 +1,116 @@
+"""One Embedder for every model: shape, dtype, identity, bad input; one mteb adapter; the one weights digest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
+from repro.core.encode import EncodeConfig, encode
+from repro.core.evaluate import MtebEncoder, run_mteb, states_encoder
+from repro.core.tasks import offline_task
+from repro.store.fingerprint import weights_digest
+
+TEXTS = ["A man is playing a guitar.", "Rain is expected tomorrow.", "The cat sat on the mat."]
+
+
+class Scaled:
+    dims = 3
+
+    def __call__(self, states):
+        return states[:, :3] * 2
+
+
+def test_states_embedder_returns_float32_rows_in_order_and_refuses_a_bare_string(tiny):
+    config = EncodeConfig(poolings=("last", "mean"), max_length=32)
+    embedder = StatesEmbedder(tiny, config, "mean")
+    out = embedder.encode(TEXTS)
+    assert out.shape == (3, tiny.hidden_size) and out.dtype == np.float32 and embedder.dim == tiny.hidden_size
+    np.testing.assert_array_equal(embedder.encode(TEXTS[::-1]), out[::-1])
+    np.testing.assert_array_equal(out, encode(tiny, TEXTS, config, progress=False)["mean"][-1])
+    assert embedder.encode([]).shape == (0, tiny.hidden_size)
+    for bad in ("one text", b"bytes", 3):
+        with pytest.raises(TypeError, match="list of strings"):
+            embedder.encode(bad)
+        with pytest.raises(TypeError, match="list of strings"):
+            encode(tiny, bad, config, progress=False)
+    with pytest.raises(TypeError, match="must be str"):
+        embedder.encode(["ok", None])
+    with pytest.raises(ValueError, match="unknown role"):
+        embedder.encode(TEXTS, role="passage")
+    with pytest.raises(ValueError, match="was not encoded"):
+        StatesEmbedder(tiny, config, "last", layer=99)
+    assert StatesEmbedder(tiny, config, "last").identity != embedder.identity
+
+
+def test_a_map_wraps_any_embedder_and_the_adapter_wraps_any_embedder(tiny):
+    inner = StatesEmbedder(tiny, EncodeConfig(max_length=32), "last")
+    mapped = MappedEmbedder(inner, Scaled(), "first3x2")
+    np.testing.assert_allclose(mapped.encode(TEXTS), inner.encode(TEXTS)[:, :3] * 2)
+    assert mapped.dim == 3 and mapped.identity.endswith("|first3x2")
+    adapter = MtebEncoder(mapped)
+    assert adapter.mteb_model_meta.embed_dim == 3
+    with pytest.raises(TypeError, match="wraps an Embedder"):
+        MtebEncoder(object())
+    # the adapter hands retrieval documents role="document", everything else role="query"
+    seen = []
+
+    class Spy(Embedder):
+        dim, identity = 2, "spy"
+
+        def embed(self, texts, role, instruction):
+            seen.append(role)
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    run_mteb(MtebEncoder(Spy()), [offline_task("SciFact", "smoke")])
+    assert set(seen) == {"query", "document"}
+    seen.clear()
+    run_mteb(MtebEncoder(Spy()), [offline_task("STS17", "smoke")])
+    assert set(seen) == {"query"}
+
+
+def test_the_one_weights_digest_equals_the_two_stored_kinds(tiny_dir):
+    """Scores stored before the move carry digests computed two ways: Paper 1's over parameters named lora_/head.,
+    AutoRegEmbed's over every parameter with requires_grad. The one digest (trainable parameters) gives both."""
+    from repro.autoregembed.config import CompressConfig
+    from repro.autoregembed.model import build_autoreg
+    from repro.training.contrastive import TrainConfig, build_model
+
+    def old(model, keep):
+        digest = hashlib.sha256()
+        for name, param in sorted(model.named_parameters()):
+            if keep(name, param):
+                digest.update(name.encode())
+                digest.update(param.detach().cpu().numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+    for number in (1, 5, "mean"):
+        model = build_model(TrainConfig(backbone=tiny_dir, model=number, head_latents=4, head_heads=4))
+        assert weights_digest(model) == old(model, lambda n, _: "lora_" in n or n.startswith("head."))
+    for finetune in ("full", "lora"):
+        model = build_autoreg(CompressConfig(backbone=tiny_dir, finetune=finetune))
+        assert weights_digest(model) == old(model, lambda _, p: p.requires_grad)
+
+
+@pytest.mark.integration
+def test_embedders_on_smollm2_reproduce_committed_scores_through_the_one_adapter(smollm2, monkeypatch):
+    """[n, d] on the real backbone; PromptEOL raw and EmbedFilter edge/2 through MtebEncoder give exactly the
+    STS17 scores the committed EmbedFilter sweep stored (compact suite)."""
+    from repro.embedfilter.sweep import encode_config, filters_for
+    from repro.store.paths import REPO_ROOT
+
+    config = encode_config(smollm2, "prompteol")
+    embedder = StatesEmbedder(smollm2, config, "last")
+    out = embedder.encode(TEXTS)
+    assert out.shape == (3, 576) and out.dtype == np.float32
+    with pytest.raises(TypeError, match="single string"):
+        embedder.encode("A man is playing a guitar.")
+    (path,) = [p for p in (REPO_ROOT / "results" / "embedfilter").glob("causal-smollm2-135m-prompteol-compact-STS17-*.json")]
+    stored = {r["variant"]: r["main_score"] for r in json.loads(path.read_text())["rows"]}
+    maps = filters_for(smollm2, config, ["raw", "edge/2"])
+    for variant, fmap in maps.items():
+        scores = run_mteb(states_encoder(smollm2, config, "last", transform=fmap), [offline_task("STS17", "compact")])
+        assert scores["main_score"].iloc[0] == pytest.approx(stored[variant], abs=1e-9), variant

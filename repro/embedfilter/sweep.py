@@ -12,6 +12,7 @@ are stored per task in ``results/embedfilter/`` (a killed run resumes at the fir
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 from collections.abc import Sequence
 
@@ -59,6 +60,8 @@ PAPER_MAIN = [  # backbone, prompt, variant, score
 ]
 PAPER_ABLATION = {"raw": 63.04, "truncate/2": 62.56, "rand/2": 63.27, "head/2": 60.34, "tail/2": 67.74,
                   "mid/2": 59.92, "edge/2": 69.48, "ideal/2": 68.52}  # Qwen2.5-0.5B, PromptEOL, ablation subset
+
+log = logging.getLogger(__name__)
 
 
 def paper_main_table() -> pd.DataFrame:
@@ -188,7 +191,7 @@ def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", pro
         frame["backbone"], frame["prompt"] = backbone_name, prompt
         frames.append(frame)
         if progress:
-            print(f"{backbone_name} {prompt} {name}: done ({record['timings']['task_seconds']:.0f} s)", flush=True)
+            log.info("%s %s %s: done (%.0f s)", backbone_name, prompt, name, record["timings"]["task_seconds"])
     return pd.concat(frames, ignore_index=True)
 
 
@@ -244,6 +247,7 @@ def stored_pair_similarities(suite: str = "compact") -> dict[tuple[str, str, str
 
 
 def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backbone", default="smollm2-135m")
     parser.add_argument("--prompt", default="prompteol", choices=sorted(PROMPT_POOLING))

@@ -10,6 +10,7 @@ encoder cache resumes inside a task). Run from the command line::
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 
 import pandas as pd
@@ -29,6 +30,8 @@ from repro.core.tasks import (
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "layerwise"
+
+log = logging.getLogger(__name__)
 
 
 def layerwise_task(backbone, task_name: str, suite: str, config: EncodeConfig, layers: list[int] | None = None,
@@ -128,11 +131,12 @@ def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prom
         frame["task_seconds_total"] = record["timings"]["task_seconds"]
         frames.append(frame)
         if progress:
-            print(f"{name}: done ({record['timings']['task_seconds']:.0f} s)", flush=True)
+            log.info("%s: done (%.0f s)", name, record["timings"]["task_seconds"])
     return pd.concat(frames, ignore_index=True)
 
 
 def main(argv=None):
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backbone", default="smollm2-135m")
     parser.add_argument("--suite", default="standard")

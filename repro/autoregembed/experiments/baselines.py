@@ -3,6 +3,7 @@ contrastive baselines trained on the same triplets with the shared contrastive t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import pandas as pd
@@ -32,6 +33,8 @@ UNTRAINED = {  # label -> (prompt, pooling)
     "mean": ("none-noeos", "mean"),
     "PromptEOL": ("prompteol", "last"),
 }
+
+log = logging.getLogger(__name__)
 
 
 def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[str] | None = None,
@@ -72,7 +75,7 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
                 frame = pd.DataFrame(load_or_compute(UNTRAINED_EXPERIMENT, params, compute, recompute=recompute)
                                      ["rows"]).assign(method=label)
                 if progress:
-                    print(f"{label} {name}: {frame['main_score'].mean():.4f}", flush=True)
+                    log.info("%s %s: %.4f", label, name, frame["main_score"].mean())
                 return frame
 
             runs[name, label] = run

@@ -23,7 +23,6 @@ from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
-from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import (
     TASKS,
     check_task_names,
@@ -43,31 +42,7 @@ from repro.store.results import all_results, decode_array, encode_array, load_or
 EXPERIMENT = "embedfilter"
 PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
 
-
-# Quoted from the paper (main table: mean over 49 MTEB datasets x 100; ablation: an ablation subset of
-# tasks, Qwen2.5-0.5B, PromptEOL, ratio 2), as recorded in ../shared/papers/official-code-notes.md from
-# two independent secondary summaries that agree. Never computed here.
-PAPER_SOURCE = "EmbedFilter (arXiv 2606.07502), quoted via two agreeing secondary summaries"
-PAPER_MAIN = [  # backbone, prompt, variant, score
-    ("Qwen2.5-0.5B", "PromptEOL", "raw", 50.07), ("Qwen2.5-0.5B", "PromptEOL", "edge/2", 54.57),
-    ("Qwen2.5-0.5B", "PromptEOL", "edge/4", 53.47), ("Qwen2.5-0.5B", "PromptEOL", "edge/8", 51.43),
-    ("Qwen2.5-0.5B", "Echo", "raw", 46.03), ("Qwen2.5-0.5B", "Echo", "edge/2", 52.55),
-    ("Llama-3.1-8B-Instruct", "PromptEOL", "raw", 55.13), ("Llama-3.1-8B-Instruct", "PromptEOL", "edge/2", 56.79),
-    ("Llama-3.1-8B-Instruct", "Echo", "raw", 53.52), ("Llama-3.1-8B-Instruct", "Echo", "edge/2", 57.70),
-    ("Llama-3.1-8B-Instruct", "Echo", "edge/4", 57.32), ("Llama-3.1-8B-Instruct", "Echo", "edge/8", 56.61),
-    ("Mistral-7B-Instruct-v0.3", "PromptEOL", "raw", 49.47), ("Mistral-7B-Instruct-v0.3", "PromptEOL", "edge/2", 51.50),
-    ("Mistral-7B-Instruct-v0.3", "Echo", "raw", 53.21), ("Mistral-7B-Instruct-v0.3", "Echo", "edge/2", 56.10),
-]
-PAPER_ABLATION = {"raw": 63.04, "truncate/2": 62.56, "rand/2": 63.27, "head/2": 60.34, "tail/2": 67.74,
-                  "mid/2": 59.92, "edge/2": 69.48, "ideal/2": 68.52}  # Qwen2.5-0.5B, PromptEOL, ablation subset
-
 log = logging.getLogger(__name__)
-
-
-def paper_main_table() -> pd.DataFrame:
-    """The paper's published main-table numbers (quoted, labelled as such)."""
-    frame = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
-    return frame.pivot_table(index=["backbone", "prompt"], columns="variant", values="score").reset_index()
 
 
 def mean_scores(scores: pd.DataFrame, by: Sequence[str] = ("backbone", "prompt", "variant")) -> pd.DataFrame:
@@ -77,47 +52,6 @@ def mean_scores(scores: pd.DataFrame, by: Sequence[str] = ("backbone", "prompt",
     overall = per_task.groupby(list(by))["score"].agg(["mean", "count"]).rename(columns={"mean": "all tasks", "count": "tasks"})
     per_cat = per_task.pivot_table(index=list(by), columns="category", values="score", aggfunc="mean")
     return overall.join(per_cat).reset_index()
-
-
-def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
-    """Per backbone x prompt: each variant vs raw, Wilcoxon signed-rank over tasks (two-sided)."""
-    tests = tests_against(scores, variants, "raw")
-    return tests.drop(columns="against").rename(columns={"mean difference": "mean difference vs raw"})
-
-
-def tests_against(scores: pd.DataFrame, variants: Sequence[str], baseline: str) -> pd.DataFrame:
-    """Per backbone x prompt: each variant vs ``baseline``, Wilcoxon signed-rank over tasks (two-sided)."""
-
-    per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False)["main_score"].mean()
-    rows = []
-    for (b, p), part in per_task.groupby(["backbone", "prompt"]):
-        wide = part.pivot_table(index="task", columns="variant", values="main_score") * 100
-        for v in variants:
-            if v == baseline or v not in wide or baseline not in wide:
-                continue
-            t = wilcoxon_over_tasks(wide[v], wide[baseline])
-            rows.append({"backbone": b, "prompt": p, "variant": v, "against": baseline, "tasks": t["n"],
-                         "mean difference": round(t["mean_difference"], 2),
-                         "wins": int((wide[v] > wide[baseline]).sum()), "losses": int((wide[v] < wide[baseline]).sum()),
-                         "p (Wilcoxon)": t["p"],
-                         "verdict": t["verdict"].replace("first", v).replace("second", baseline)})
-    return pd.DataFrame(rows, columns=["backbone", "prompt", "variant", "against", "tasks", "mean difference", "wins",
-                                       "losses", "p (Wilcoxon)", "verdict"])
-
-
-def best_variant_tests(scores: pd.DataFrame, candidate: str, others: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Is ``candidate`` the best variant? It against each of ``others`` (Wilcoxon over tasks), per backbone x
-    prompt, and a verdict: supported only if it is significantly better than every other one."""
-    tests = pd.concat([tests_against(scores, [candidate], other) for other in others if other != candidate],
-                      ignore_index=True)
-    better = tests["verdict"].eq(f"significant: {candidate} better")
-    worse = tests["verdict"].str.startswith("significant") & ~better
-    summary = tests.assign(better=better, worse=worse).groupby(["backbone", "prompt"]).agg(
-        compared=("against", "size"), significantly_better=("better", "sum"), significantly_worse=("worse", "sum"))
-    summary[f"verdict ({candidate} is the best)"] = [
-        "supported" if r.significantly_better == r.compared else
-        ("contradicted" if r.significantly_worse else "not supported at this scale") for r in summary.itertuples()]
-    return tests, summary
 
 
 def encode_config(backbone, prompt: str, max_length: int = 512) -> EncodeConfig:

@@ -1,0 +1,78 @@
+"""Paper 1's claims, tested: the best layer against the last (Figure 2: Wilcoxon over tasks, and a paired
+bootstrap over sentence pairs inside each STS task), and Tables 2-4's statements about the five designs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from repro.core.comparison import claims_table
+from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
+from repro.core.tasks import read_task
+from repro.pooling_attention.layerwise import pair_similarities, stored_records
+
+CATEGORIES = [None, "STS", "Classification", "Clustering", "PairClassification", "Retrieval"]  # None: all tasks
+POOLING_PAIRS = [(2, 1), (3, 1), (3, 2), (5, 4)]  # Table 3: trainable / multi-layer pooling
+ATTENTION_PAIRS = [(4, 2), (5, 3)]  # Table 4: bidirectional vs causal attention, same pooling
+
+# Tables 2-4's statements: (claim, model, against, category, expected direction)
+TABLE_CLAIMS = (
+    [("model 5 is the best on STS and retrieval", 5, other, category, "better")
+     for other in (1, 2, 3, 4) for category in ("STS", "Retrieval")]
+    + [("trainable pooling / bidirectional attention are not significantly better than model 1 on "
+        "classification and clustering", m, 1, category, "no gain")
+       for m in (2, 3, 4, 5) for category in ("Classification", "Clustering")]
+    + [("model 5 significantly beats model 4 in all four categories", 5, 4, category, "better")
+       for category in ("STS", "Classification", "Retrieval", "Clustering")]
+)
+
+
+def table_claims(wide: pd.DataFrame) -> pd.DataFrame:
+    """Every statement of :data:`TABLE_CLAIMS` with its test and verdict, on one backbone's per-task scores."""
+    return claims_table(wide, TABLE_CLAIMS)
+
+
+def best_vs_last_layer(scores: pd.DataFrame) -> pd.DataFrame:
+    """Figure 2: per backbone and category (and over all tasks), the best layer's EOS score against the last
+    layer's, Wilcoxon over tasks. ``scores``: per-layer rows with ``backbone``, ``category``, ``task``,
+    ``layer``, ``pooling`` and ``score`` (x100)."""
+    rows = []
+    eos = scores[scores.pooling == "last"]
+    groups = [((b, cat), part) for (b, cat), part in eos.groupby(["backbone", "category"])]
+    groups += [((b, "all tasks"), part) for b, part in eos.groupby("backbone")]  # 19 tasks: a testable n
+    for (b, cat), part in groups:
+        wide = part.pivot_table(index="task", columns="layer", values="score")
+        last = wide.columns.max()
+        best = wide.mean().idxmax()
+        test = wilcoxon_over_tasks(wide[best], wide[last])
+        rows.append({"backbone": b, "category": cat, "tasks": wide.shape[0], "best layer": int(best),
+                     "best score": round(wide[best].mean(), 2), "last layer": int(last),
+                     "last score": round(wide[last].mean(), 2), "p (Wilcoxon)": round(test["p"], 4),
+                     "verdict": test["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def best_vs_last_per_pair(backbones: Sequence[str], suite: str, claims: pd.DataFrame,
+                          scores: pd.DataFrame) -> pd.DataFrame:
+    """Inside each STS task: the best STS layer (from ``claims``, :func:`best_vs_last_layer`) against the last,
+    a paired bootstrap over the task's sentence pairs, from the stored per-pair similarities."""
+    rows = []
+    sts = set(scores[scores.category == "STS"].task.unique())
+    for b in backbones:
+        records = stored_records(b, suite)
+        best = int(claims[(claims.backbone == b) & (claims.category == "STS")]["best layer"].iloc[0])
+        for task, record in sorted(records.items()):
+            if record["params"]["task"] not in sts:
+                continue
+            last = max(record["params"]["scored_layers"])
+            a, z = pair_similarities(record, best, "last"), pair_similarities(record, last, "last")
+            if a is None or z is None:
+                continue
+            gold = read_task(task, suite)["test"]["score"]
+            test = paired_bootstrap_spearman(gold, a, z)
+            rows.append({"backbone": b, "task": task, "best layer": best, "last layer": last,
+                         "difference x100": round(100 * test["difference"], 2),
+                         "95% CI x100": f"[{100 * test['ci_low']:.2f}, {100 * test['ci_high']:.2f}]",
+                         "verdict": test["verdict"]})
+    return pd.DataFrame(rows)

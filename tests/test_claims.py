@@ -16,6 +16,7 @@ from repro.autoregembed.claims import (
     table_claims,
     with_adjusted_p,
 )
+from repro.autoregembed.experiments.ablations import grid_label
 from repro.core.comparison import claim_verdict, claims_table
 
 
@@ -98,7 +99,7 @@ def test_ablation_claims_quote_the_paper_and_skip_the_temperature_grid():
     rng = np.random.default_rng(2)
     base = rng.uniform(40, 60, 8)
     wide = scores({"full (Eq. 2, sigmoid)": base, "KL divergence": base - 3 - rng.uniform(0, 1, 8),
-                   "tanh": base + rng.normal(0, 1, 8), "tau=0.05, beta=0.1": base,
+                   "tanh": base + rng.normal(0, 1, 8), grid_label(0.05, 0.1): base,
                    "reference added (official code)": base + 2 + rng.uniform(0, 1, 8)})
     claims = ablation_claims(wide).set_index("comparison")
     code = claims.loc["reference added (official code) vs full (Eq. 2, sigmoid)"]
@@ -220,8 +221,8 @@ def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees
 
     rng = np.random.default_rng(3)
     base = rng.uniform(40, 60, 8)
-    cells = {f"tau={t}, beta={b}": base + rng.normal(0, 0.5, 8) for t in (0.02, 0.05, 0.1) for b in (0.05, 0.1, 0.2)}
-    cells |= {f"tau=1.0, beta={b}": base - 4 - rng.uniform(0, 1, 8) for b in (0.05, 0.1, 0.2)}
+    cells = {grid_label(t, b): base + rng.normal(0, 0.5, 8) for t in (0.02, 0.05, 0.1) for b in (0.05, 0.1, 0.2)}
+    cells |= {grid_label(1.0, b): base - 4 - rng.uniform(0, 1, 8) for b in (0.05, 0.1, 0.2)}
     wide = scores(cells | {"full (Eq. 2, sigmoid)": base})
     claims = grid_claims(wide).set_index("comparison")
     assert len(claims) == 7  # tau 0.02 and 0.1 at beta 0.1; tau 1.0 at 3 betas; beta 0.05 and 0.2 at tau 0.05

@@ -106,3 +106,18 @@ def test_every_notebook_default_equals_what_the_book_runs():
     from repro.book.pages import NOTEBOOKS
 
     assert {name: diff for name in NOTEBOOKS if (diff := sync.differences(name))} == {}
+
+
+def test_every_notebook_cell_parses_and_its_repro_imports_resolve():
+    import json
+
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            tree = ast.parse("".join(cell["source"]))  # a SyntaxError names the notebook in the traceback
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("repro"):
+                    module = importlib.import_module(node.module)
+                    missing = [a.name for a in node.names if not hasattr(module, a.name)]
+                    assert not missing, (path.name, node.module, missing)

@@ -13,11 +13,11 @@ import pandas as pd
 from scipy.stats import false_discovery_control, friedmanchisquare
 
 from repro.autoregembed.config import AlignConfig
-from repro.autoregembed.experiments.ablations import grid_cells, grid_label
+from repro.autoregembed.experiments.ablations import LABELS, grid_cells, grid_label
 from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.core.comparison import claims_table
 
-FULL_VARIANT = "full (Eq. 2, sigmoid)"
+FULL_VARIANT = LABELS["full"]
 TABLE_ORDER = ["last token", "mean", "PromptEOL", "last token, in-batch", "last token, in-batch + hard negative",
                "mean, in-batch", "mean, in-batch + hard negative", "compression only", "AutoRegEmbed"]
 

@@ -3,7 +3,6 @@ each a stage-2 run from one stage 1."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import pandas as pd
@@ -15,45 +14,56 @@ from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.core.tasks import STS_TASKS
 from repro.store.lanes import in_lane_order
 
-ABLATIONS = {
-    "full (Eq. 2, sigmoid)": {},
-    "without compression": {"compress": None},
-    "log-sigmoid": {"squash": "logsigmoid"},
-    "KL divergence": {"divergence": "kl"},
-    "JS divergence": {"divergence": "js"},
-    "tanh": {"squash": "tanh"},
-    "reference added (official code)": {"reference_sign": "code"},
-    "strategy 1: q as target": {"strategy": 1},
-    "strategy 2: q and d+ anchors": {"strategy": 2},
-    "strategy 3: + p(d+|e_d+) over p(d-|e_d+)": {"strategy": 3},
-    "strategy 4: + p(d-|e_d-) over p(d+|e_d-)": {"strategy": 4},
+# variant id -> (display label, the AlignConfig fields it changes). Pages and parameters use the short, stable ids;
+# tables show the labels; nothing parses a label back.
+VARIANTS: dict[str, tuple[str, dict]] = {
+    "full": ("full (Eq. 2, sigmoid)", {}),
+    "no-compression": ("without compression", {"compress": None}),
+    "logsigmoid": ("log-sigmoid", {"squash": "logsigmoid"}),
+    "kl": ("KL divergence", {"divergence": "kl"}),
+    "js": ("JS divergence", {"divergence": "js"}),
+    "tanh": ("tanh", {"squash": "tanh"}),
+    "reference-code": ("reference added (official code)", {"reference_sign": "code"}),
+    "strategy1": ("strategy 1: q as target", {"strategy": 1}),
+    "strategy2": ("strategy 2: q and d+ anchors", {"strategy": 2}),
+    "strategy3": ("strategy 3: + p(d+|e_d+) over p(d-|e_d+)", {"strategy": 3}),
+    "strategy4": ("strategy 4: + p(d-|e_d-) over p(d+|e_d-)", {"strategy": 4}),
 }
+LABELS = {variant: label for variant, (label, _) in VARIANTS.items()}
+COMPRESSION_ONLY = "without alignment (compression only)"  # the stage-1 model every variant starts from
+_GRID: dict[str, tuple[float, float]] = {}  # grid label -> (temperature, beta), filled by grid_label
 
 
-def ablation_config(label: str, base: AlignConfig) -> AlignConfig:
-    if label not in ABLATIONS:
-        raise ValueError(f"unknown ablation '{label}'; valid: {', '.join(ABLATIONS)}")
-    return AlignConfig(**(vars(base) | ABLATIONS[label]))
+def ablation_config(variant: str, base: AlignConfig) -> AlignConfig:
+    """The stage-2 configuration of variant id ``variant`` (:data:`VARIANTS`) from ``base``."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown ablation '{variant}'; valid: {', '.join(VARIANTS)}")
+    return AlignConfig(**(vars(base) | VARIANTS[variant][1]))
+
+
+def grid_id(temperature: float, beta: float) -> str:
+    """The short id of one temperature x beta cell (``tau0.05-beta0.1``; 1 and 1.0 name one cell)."""
+    return f"tau{float(temperature)}-beta{float(beta)}"
+
 
 def grid_label(temperature: float, beta: float) -> str:
-    """The variant label of one temperature x beta cell of the ablation grid (1 and 1.0 name one cell)."""
-    return f"tau={float(temperature)}, beta={float(beta)}"
+    """The display label of one temperature x beta cell of the ablation grid (1 and 1.0 name one cell)."""
+    label = f"tau={float(temperature)}, beta={float(beta)}"
+    _GRID[label] = (float(temperature), float(beta))
+    return label
 
 
 def grid_cells(labels) -> dict[str, tuple[float, float]]:
-    """The grid cells among variant ``labels`` (:func:`grid_label`'s), each with its (temperature, beta)."""
-    cells = {}
-    for label in labels:
-        match = re.fullmatch(r"tau=([0-9.e+-]+), beta=([0-9.e+-]+)", str(label))
-        if match:
-            cells[label] = (float(match[1]), float(match[2]))
-    return cells
+    """The grid cells among display ``labels``, each with its (temperature, beta): the labels
+    :func:`grid_label` made (looked up, never parsed)."""
+    return {label: _GRID[label] for label in labels if label in _GRID}
 
 
-def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float],
+def ablation_configs(base: AlignConfig, variants: Sequence[str], temperatures: Sequence[float],
                      betas: Sequence[float]) -> dict[str, AlignConfig]:
-    """variant label -> stage-2 configuration: the named ablations, then the temperature x beta grid."""
-    configs = {label: ablation_config(label, base) for label in labels}
+    """display label -> stage-2 configuration: the variants (ids of :data:`VARIANTS`), then the temperature x
+    beta grid."""
+    configs = {LABELS[variant]: ablation_config(variant, base) for variant in variants}
     for temperature in temperatures:
         for beta in betas:
             configs[grid_label(temperature, beta)] = AlignConfig(**(vars(base) | {"temperature": temperature,
@@ -61,16 +71,17 @@ def ablation_configs(base: AlignConfig, labels: Sequence[str], temperatures: Seq
     return configs
 
 
-def ablation_scores(base: AlignConfig, labels: Sequence[str], temperatures: Sequence[float], betas: Sequence[float],
+def ablation_scores(base: AlignConfig, variants: Sequence[str], temperatures: Sequence[float], betas: Sequence[float],
                     suite: str = "compact", tasks: Sequence[str] | None = None,
                     recompute: bool = False) -> pd.DataFrame:
-    """Per-task scores (column ``variant``; the grid's also ``temperature`` and ``beta``) of
+    """Per-task scores (column ``variant``: the display label; the grid's also ``temperature`` and ``beta``) of
     :func:`ablation_configs`, plus compression only (without alignment)."""
     tasks = list(tasks) if tasks is not None else STS_TASKS
-    configs = ablation_configs(base, labels, temperatures, betas)
+    configs = ablation_configs(base, variants, temperatures, betas)
+    labels = [LABELS[variant] for variant in variants]
     runs = {label: configs[label] for label in labels}
-    if base.compress is not None and "without alignment (compression only)" not in labels:
-        runs["without alignment (compression only)"] = base.compress
+    if base.compress is not None:
+        runs[COMPRESSION_ONLY] = base.compress
     grid = {variant: config for variant, config in configs.items() if variant not in labels}  # tau x beta
     frames = in_lane_order({variant: lambda config=config: evaluate_autoreg(config, suite, tasks, progress=False,
                                                                             recompute=recompute)

@@ -18,11 +18,10 @@ import time
 
 from repro.core.backbones import load_backbone
 from repro.core.encode import count_tokens, encode
+from repro.core.samples import nli_sentences, task_texts
 from repro.core.tasks import TASKS
 from repro.embedfilter.filters import make_filter, sweep_variants, unembedding_spectrum
 from repro.embedfilter.sweep import encode_config
-from repro.core.samples import nli_sentences
-from repro.core.samples import task_texts
 
 DEFAULT_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS17", "STSBenchmark", "SICK-R", "BIOSSES", "SciFact"]
 

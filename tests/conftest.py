@@ -33,12 +33,7 @@ def tiny_tokenizer():
 
 
 def tiny_backbone(arch: str = "llama", attention: str = "causal", seed: int = 0):
-    from transformers import (
-        AutoModelForCausalLM,
-        Gemma3TextConfig,
-        LlamaConfig,
-        Qwen2Config,
-    )
+    from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, Qwen2Config
 
     from repro.core.backbones import Backbone
 

@@ -23,11 +23,7 @@ from repro.autoregembed.experiments import provenance as ar_provenance
 from repro.autoregembed.experiments import scores as ar_scores
 from repro.autoregembed.experiments import tables as ar_tables
 from repro.autoregembed.model import TextIds, build_autoreg
-from repro.autoregembed.objectives import (
-    alignment_loss_from_scores,
-    alignment_scores,
-    divergence,
-)
+from repro.autoregembed.objectives import alignment_loss_from_scores, alignment_scores, divergence
 from repro.autoregembed.train import load_encoder, train_alignment, train_compression
 from repro.store.fingerprint import weights_digest
 from repro.store.runs import ensure_trained, train_or_load
@@ -80,10 +76,7 @@ def test_decoder_is_the_frozen_original_and_log_probs_match_transformers_loss(ti
 
 def test_uninformative_reconstruction_ignores_the_encoder_and_is_stored(tiny_dir, tmp_path, monkeypatch):
     from repro.autoregembed.data import read_instructions
-    from repro.autoregembed.experiments.stage1 import (
-        UNINFORMATIVE_EXPERIMENT,
-        uninformative_reconstruction,
-    )
+    from repro.autoregembed.experiments.stage1 import UNINFORMATIVE_EXPERIMENT, uninformative_reconstruction
     from repro.autoregembed.train import validation_reconstruction
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
@@ -315,13 +308,7 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
 
 
 def test_alignment_probe_compares_stage_1_with_stage_2_on_held_out_triplets(tiny_dir, monkeypatch):
-    from repro.autoregembed.probe import (
-        AFTER,
-        BEFORE,
-        alignment_probe,
-        alignment_terms,
-        quantities,
-    )
+    from repro.autoregembed.probe import AFTER, BEFORE, alignment_probe, alignment_terms, quantities
 
     config = _align(tiny_dir, _compress(tiny_dir), steps=2)
     probe = alignment_probe(config, examples=6)

@@ -5,13 +5,7 @@ import pytest
 import torch
 
 from repro.core import backbones
-from repro.core.backbones import (
-    PACKAGED,
-    PackagedGGUF,
-    load_backbone,
-    packaged_gguf_path,
-    resolve,
-)
+from repro.core.backbones import PACKAGED, PackagedGGUF, load_backbone, packaged_gguf_path, resolve
 from tests.conftest import tiny_backbone
 
 

@@ -152,10 +152,7 @@ def test_autoreg_training_curves_read_both_stages_and_skip_validation_rows_in_th
     matplotlib.use("Agg")
     from repro.autoregembed.config import AlignConfig, CompressConfig
     from repro.autoregembed.experiments import curves
-    from repro.autoregembed.experiments.curves import (
-        autoreg_training_curves,
-        plot_autoreg_training_curves,
-    )
+    from repro.autoregembed.experiments.curves import autoreg_training_curves, plot_autoreg_training_curves
     from repro.autoregembed.train import RUNS_EXPERIMENT, run_params
 
     compress = CompressConfig(steps=4)

@@ -2,14 +2,7 @@ import numpy as np
 import pytest
 
 from repro.core import tasks
-from repro.core.tasks import (
-    SUITES,
-    TASKS,
-    data_fingerprint,
-    offline_task,
-    read_task,
-    suite_tasks,
-)
+from repro.core.tasks import SUITES, TASKS, data_fingerprint, offline_task, read_task, suite_tasks
 from repro.store.paths import DATA_ENV, data_dir
 
 

@@ -13,14 +13,7 @@ from repro.training import contrastive as train_module
 from repro.training import data as train_data
 from repro.training.contrastive import TrainConfig, info_nce, load_trained, train
 from repro.training.data import batch_indices
-from repro.training.heads import (
-    MODELS,
-    TrainablePooling,
-    head_inputs,
-    head_parameters,
-    make_head,
-    model_spec,
-)
+from repro.training.heads import MODELS, TrainablePooling, head_inputs, head_parameters, make_head, model_spec
 
 
 def _config(tiny_dir, **kw):

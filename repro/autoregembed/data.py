@@ -5,12 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from repro.autoregembed.config import (
-    AUTOENCODE_FILE,
-    INSTRUCTION_FILES,
-    STAGE1_DATA,
-    AlignConfig,
-)
+from repro.autoregembed.config import AUTOENCODE_FILE, INSTRUCTION_FILES, STAGE1_DATA, AlignConfig
 from repro.store.paths import data_dir
 from repro.training.contrastive import TrainConfig
 from repro.training.data import read_triplets, split_triplets, subset

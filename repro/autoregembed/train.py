@@ -10,20 +10,9 @@ from pathlib import Path
 
 import torch
 
-from repro.autoregembed.config import (
-    QUERY_PROMPT,
-    AlignConfig,
-    CompressConfig,
-    stage_of,
-)
+from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig, stage_of
 from repro.autoregembed.data import read_stage1, split_align
-from repro.autoregembed.model import (
-    AutoRegModel,
-    TextIds,
-    build_autoreg,
-    embed_texts,
-    query_text,
-)
+from repro.autoregembed.model import AutoRegModel, TextIds, build_autoreg, embed_texts, query_text
 from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
 from repro.store.atomic import atomic_path, write_json
 from repro.store.fingerprint import weights_digest

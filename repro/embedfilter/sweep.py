@@ -23,20 +23,8 @@ from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
-from repro.core.tasks import (
-    TASKS,
-    check_task_names,
-    data_fingerprint,
-    describe_suite,
-    offline_task,
-    suite_caps,
-)
-from repro.embedfilter.filters import (
-    make_filter,
-    parse_variant,
-    sweep_variants,
-    unembedding_spectrum,
-)
+from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.embedfilter.filters import make_filter, parse_variant, sweep_variants, unembedding_spectrum
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "embedfilter"

@@ -25,12 +25,7 @@ from repro.core.backbones import load_backbone
 from repro.core.encode import encode
 from repro.core.samples import sentence_sample
 from repro.core.stats import wilcoxon_over_tasks
-from repro.embedfilter.filters import (
-    filter_indices,
-    kept_dims,
-    unembedding_matrix,
-    unembedding_spectrum,
-)
+from repro.embedfilter.filters import filter_indices, kept_dims, unembedding_matrix, unembedding_spectrum
 from repro.embedfilter.sweep import encode_config
 from repro.store.paths import data_dir
 from repro.store.results import load_or_compute

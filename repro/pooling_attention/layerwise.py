@@ -19,14 +19,7 @@ from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig, count_tokens
 from repro.core.evaluate import evaluate_layers
 from repro.core.samples import task_texts
-from repro.core.tasks import (
-    TASKS,
-    check_task_names,
-    data_fingerprint,
-    describe_suite,
-    offline_task,
-    suite_caps,
-)
+from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "layerwise"

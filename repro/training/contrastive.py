@@ -42,21 +42,8 @@ from repro.store.atomic import write_json
 from repro.store.identity import config_identity
 from repro.store.runs import RunSpec, run_folder_name
 from repro.training.cli import add_config_arguments
-from repro.training.data import (
-    DATASETS,
-    batch_indices,
-    pad_right,
-    split_triplets,
-    subset,
-    validation_sts,
-)
-from repro.training.heads import (
-    ModelSpec,
-    head_inputs,
-    head_parameters,
-    make_head,
-    model_spec,
-)
+from repro.training.data import DATASETS, batch_indices, pad_right, split_triplets, subset, validation_sts
+from repro.training.heads import ModelSpec, head_inputs, head_parameters, make_head, model_spec
 from repro.training.loop import gather_with_grad, make_accelerator, run_training
 from repro.training.lora import add_lora
 

@@ -15,12 +15,7 @@ from repro.core.scoring import evaluate_per_task
 from repro.store.fingerprint import weights_digest
 from repro.store.results import all_results
 from repro.store.runs import train_or_load
-from repro.training.contrastive import (
-    RUNS_EXPERIMENT,
-    TrainConfig,
-    TrainedEmbedder,
-    run_spec,
-)
+from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig, TrainedEmbedder, run_spec
 
 SCORES_EXPERIMENT = "trained_scores"
 

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from repro.autoregembed.config import (
-    AlignConfig,
-)
+from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.core.tasks import STS_TASKS
 from repro.store.lanes import in_lane_order

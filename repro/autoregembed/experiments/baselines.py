@@ -8,21 +8,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from repro.autoregembed.config import (
-    AlignConfig,
-)
+from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS
 from repro.core.backbones import load_backbone
 from repro.core.encode import EncodeConfig
 from repro.core.evaluate import evaluate_encoders, states_encoder
-from repro.core.tasks import (
-    STS_TASKS,
-    check_task_names,
-    data_fingerprint,
-    describe_suite,
-    offline_task,
-    suite_caps,
-)
+from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
 from repro.store.lanes import in_lane_order
 from repro.store.results import encode_array, load_or_compute
 from repro.training.contrastive import TrainConfig

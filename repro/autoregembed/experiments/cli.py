@@ -7,10 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from repro.autoregembed.config import (
-    AlignConfig,
-    CompressConfig,
-)
+from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.autoregembed.experiments.baselines import evaluate_untrained
 from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.training.cli import argument_type

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from repro.autoregembed.config import (
-    AlignConfig,
-    CompressConfig,
-)
+from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.book.notebook import check_params
 
 PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their types (papermill -p checks)

@@ -6,9 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from repro.autoregembed.config import (
-    AlignConfig,
-)
+from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.baselines import UNTRAINED, contrastive_config
 from repro.autoregembed.experiments.configs import steps_for
 from repro.autoregembed.experiments.scores import evaluate_autoreg

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from repro.autoregembed.config import (
-    AlignConfig,
-)
+from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.data import split_align
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.configs import STAGE1_DESCRIPTION

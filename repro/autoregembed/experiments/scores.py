@@ -7,12 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from repro.autoregembed.config import (
-    NEXT_INSTRUCTION,
-    AlignConfig,
-    CompressConfig,
-    stage_of,
-)
+from repro.autoregembed.config import NEXT_INSTRUCTION, AlignConfig, CompressConfig, stage_of
 from repro.autoregembed.model import AutoRegEmbedder
 from repro.autoregembed.train import run_spec
 from repro.core.scoring import evaluate_per_task

@@ -6,9 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from repro.autoregembed.config import (
-    CompressConfig,
-)
+from repro.autoregembed.config import CompressConfig
 from repro.autoregembed.data import read_stage1
 from repro.autoregembed.model import TextIds, build_autoreg
 from repro.autoregembed.objectives import seen_indices

@@ -6,15 +6,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from repro.autoregembed.config import (
-    AlignConfig,
-)
-from repro.autoregembed.experiments.baselines import (
-    CONTRASTIVE,
-    UNTRAINED,
-    contrastive_config,
-    evaluate_untrained,
-)
+from repro.autoregembed.config import AlignConfig
+from repro.autoregembed.experiments.baselines import CONTRASTIVE, UNTRAINED, contrastive_config, evaluate_untrained
 from repro.autoregembed.experiments.curves import autoreg_training_curves
 from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS, evaluate_autoreg
 from repro.core.tasks import STS_TASKS

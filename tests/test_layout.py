@@ -121,3 +121,37 @@ def test_every_notebook_cell_parses_and_its_repro_imports_resolve():
                     module = importlib.import_module(node.module)
                     missing = [a.name for a in node.names if not hasattr(module, a.name)]
                     assert not missing, (path.name, node.module, missing)
+
+
+def test_committed_training_records_keep_their_keys_after_the_move():
+    """The configs the book's Paper 1 pages build still find their committed training records and scores (a
+    refactor never changes a result key)."""
+    from repro.book.pages import NOTEBOOKS
+    from repro.store.results import result_path
+    from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig
+    from repro.training.evaluation import SCORES_EXPERIMENT
+
+    found = 0
+    for page, backbone_key in (("p1_tables", "backbones"), ("p1_robustness", "backbone")):
+        p = NOTEBOOKS[page]["standard"]
+        backbones = p[backbone_key] if isinstance(p[backbone_key], list) else [p[backbone_key]]
+        for backbone in backbones:
+            for model in p["models"]:
+                config = TrainConfig(backbone=backbone, model=model, steps=p["steps"], batch_size=p["batch_size"],
+                                     max_length=p["max_length"], validation_sts_pairs=p["validation_sts_pairs"],
+                                     validation_triplets=p["validation_triplets"], seed=p["seed"])
+                record = result_path(RUNS_EXPERIMENT, {"train": config.identity()})
+                committed = ROOT / "results" / RUNS_EXPERIMENT / record.name
+                assert committed.is_file(), (page, backbone, model)
+                scores = list((ROOT / "results" / SCORES_EXPERIMENT).glob("*.json"))
+                key = {"train": config.identity(), "eval_max_length": 512}
+                assert any(json_params(f, key) for f in scores), (page, backbone, model)
+                found += 1
+    assert found == 10
+
+
+def json_params(path: Path, key: dict) -> bool:
+    import json
+
+    params = json.loads(path.read_text())["params"]
+    return all(params.get(k) == v for k, v in key.items())

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from repro.training.loop import LoopSettings
+
 INSTRUCTION_FILES = (
     "train/instruction/t0_train_50k_one_template_per_dataset.jsonl",
     "train/instruction/self_instruct_seed_tasks.jsonl",
@@ -25,8 +27,9 @@ PASSAGE_PROMPT = "autoregembed-passage"  # retrieval documents at inference
 
 
 @dataclass
-class StageConfig:
-    """What both stages share: the encoder, its optimisation, and the run's bookkeeping."""
+class StageConfig(LoopSettings):
+    """What both stages share: the encoder, its optimisation, and the run's bookkeeping (LoRA sizes, seed,
+    validation and checkpoint intervals from :class:`repro.training.loop.LoopSettings`)."""
 
     backbone: str = "smollm2-135m"
     finetune: str = "full"  # "full" (the paper) or "lora" (peft, r/alpha/dropout below)
@@ -39,12 +42,6 @@ class StageConfig:
     schedule: str = "cosine"
     max_length: int = 64  # encoder input tokens, compression tokens excluded
     target_max_length: int = 48
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.0
-    seed: int = 0
-    eval_every: int = 50
-    checkpoint_every: int = 50
     max_grad_norm: float | None = 1.0  # clip the global gradient norm (the transformers Trainer's default); None: off
 
     def __post_init__(self):

@@ -44,12 +44,12 @@ from repro.store.runs import RunSpec, run_folder_name
 from repro.training.cli import add_config_arguments
 from repro.training.data import DATASETS, batch_indices, pad_right, split_triplets, subset, validation_sts
 from repro.training.heads import ModelSpec, head_inputs, head_parameters, make_head, model_spec
-from repro.training.loop import gather_with_grad, make_accelerator, run_training
+from repro.training.loop import LoopSettings, gather_with_grad, make_accelerator, run_training
 from repro.training.lora import add_lora
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(LoopSettings):
     backbone: str = "smollm2-135m"
     model: int | str = 1  # Tang & Yang's model number (repro.training.heads.MODELS) or a baseline (repro.training.heads.BASELINES)
     data: str = "nli"
@@ -62,14 +62,9 @@ class TrainConfig:
     temperature: float = 0.05
     max_length: int = 64
     prompt: str = "none"  # text + EOS, as Tang & Yang
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.1
+    lora_dropout: float = 0.1  # (LoopSettings: lora_r 16, lora_alpha 32, seed 0, eval/checkpoint every 50 steps)
     head_latents: int = 32
     head_heads: int = 8
-    seed: int = 0
-    eval_every: int = 50
-    checkpoint_every: int = 50
     validation_sts_pairs: int = 500  # STS-B dev pairs for the validation curve
     hard_negatives: bool = True  # False: in-batch negatives only
     train_examples: int = 0  # 0 = every training triplet; n = a seeded subset of n (data-efficiency curves)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,19 @@ from transformers import get_scheduler
 
 from repro.store.atomic import atomic_path, write_json
 from repro.store.identity import config_identity
+
+
+@dataclass
+class LoopSettings:
+    """Settings every trained model's config shares (flat fields: a config's identity and result keys are the
+    same as before this base existed): LoRA sizes, the seed, and how often the loop validates and checkpoints."""
+
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    seed: int = 0
+    eval_every: int = 50
+    checkpoint_every: int = 50
 
 
 def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:

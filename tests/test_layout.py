@@ -155,3 +155,12 @@ def json_params(path: Path, key: dict) -> bool:
 
     params = json.loads(path.read_text())["params"]
     return all(params.get(k) == v for k, v in key.items())
+
+
+def test_the_repro_command_lists_its_commands_and_refuses_unknown_ones():
+    ok = subprocess.run([sys.executable, "-m", "repro", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0 and "build" in ok.stdout and "autoreg" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "repro", "nope"], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode != 0 and "unknown command 'nope'" in bad.stderr and "build" in bad.stderr
+    sub = subprocess.run([sys.executable, "-m", "repro", "train", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert sub.returncode == 0 and "--model" in sub.stdout

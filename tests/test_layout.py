@@ -69,8 +69,11 @@ def test_no_library_file_over_400_lines_and_imports_at_module_top():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
-                # the one exception: fcntl, inside the try that handles its absence (no flock on Windows)
-                assert all(isinstance(n, ast.Import) and n.names[0].name == "fcntl" for n in inner), (name, node.name)
+                # the exceptions: fcntl, inside the try that handles its absence (no flock on Windows), and the
+                # libraries book.notebook.quiet imports after its warning filters (their import warns)
+                allowed = {"fcntl", "datasets", "transformers.utils"}
+                names = {n.names[0].name if isinstance(n, ast.Import) else n.module for n in inner}
+                assert names <= allowed, (name, node.name, names - allowed)
 
 
 def _calls(pattern: str) -> list[str]:

@@ -7,9 +7,6 @@ import os
 import textwrap
 import warnings
 
-import datasets
-from transformers.utils import logging as hf_logging
-
 from repro.store.paths import offline
 
 
@@ -59,6 +56,10 @@ def quiet() -> None:
     os.environ["TQDM_DISABLE"] = "1"
     offline()
     warnings.filterwarnings("ignore")
+    # imported here, after the filters: importing them (tqdm.auto) warns in a kernel without ipywidgets
+    import datasets
+    from transformers.utils import logging as hf_logging
+
     logging.getLogger("mteb").setLevel(logging.ERROR)
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

@@ -187,8 +187,6 @@ def run_params(config: CompressConfig | AlignConfig) -> dict:
 def run_spec(config: CompressConfig | AlignConfig, progress: bool = True) -> RunSpec:
     """How the run store trains and loads one AutoRegEmbed stage (folder ``<backbone>-ar-<stage>-<hash>``);
     stage 2 first trains (or finds) its stage 1."""
-    short = Path(config.backbone).name if "/" in config.backbone else config.backbone
-
     def train_here(folder: Path):
         if isinstance(config, AlignConfig):
             compressed = None
@@ -198,6 +196,6 @@ def run_spec(config: CompressConfig | AlignConfig, progress: bool = True) -> Run
         else:
             train_compression(config, folder, progress=progress)
 
-    return RunSpec(name=run_folder_name(f"{short}-ar-{stage_of(config)}", config_identity(config)),
+    return RunSpec(name=run_folder_name(config.backbone, f"ar-{stage_of(config)}", config_identity(config)),
                    experiment=RUNS_EXPERIMENT, params=run_params(config), config=config, train=train_here,
                    load=load_encoder, weights_file="config.json")

@@ -33,9 +33,11 @@ def runs_dir() -> Path:
     return folder
 
 
-def run_folder_name(prefix: str, identity: dict) -> str:
-    """``<prefix>-<12 hex digits of the identity>``: the one way run folders are named."""
-    return f"{prefix}-{params_hash(identity)}"
+def run_folder_name(backbone: str, kind: str, identity: dict) -> str:
+    """``<backbone>-<kind>-<12 hex digits of the identity>`` (an HF id or folder contributes its last part):
+    the one way run folders are named."""
+    short = Path(backbone).name if "/" in backbone else backbone
+    return f"{short}-{kind}-{params_hash(identity)}"
 
 
 @dataclass(frozen=True)

@@ -251,8 +251,7 @@ RUNS_EXPERIMENT = "trained_runs"
 def run_spec(config: TrainConfig, progress: bool = True) -> RunSpec:
     """How the run store trains and loads one contrastive model (folder ``<backbone>-model<m>-<hash>``); its
     record goes to ``results/trained_runs/`` under ``{"train": config.identity()}``."""
-    short = Path(config.backbone).name if "/" in config.backbone else config.backbone
-    return RunSpec(name=run_folder_name(f"{short}-model{config.model}", config.identity()),
+    return RunSpec(name=run_folder_name(config.backbone, f"model{config.model}", config.identity()),
                    experiment=RUNS_EXPERIMENT, params={"train": config.identity()}, config=config,
                    train=lambda folder: train(config, folder, progress=progress), load=load_trained,
                    weights_file="train_config.json")

@@ -46,6 +46,7 @@ from repro.training.data import DATASETS, batch_indices, pad_right, split_triple
 from repro.training.heads import ModelSpec, head_inputs, head_parameters, make_head, model_spec
 from repro.training.loop import LoopSettings, gather_with_grad, make_accelerator, run_training
 from repro.training.lora import add_lora
+from repro.training.packing import ROW_TOKENS, Packed, pack, packed_hidden_states, pool_packed
 
 
 @dataclass
@@ -68,10 +69,13 @@ class TrainConfig(LoopSettings):
     validation_sts_pairs: int = 500  # STS-B dev pairs for the validation curve
     hard_negatives: bool = True  # False: in-batch negatives only
     train_examples: int = 0  # 0 = every training triplet; n = a seeded subset of n (data-efficiency curves)
+    packing: bool = False  # True: one padding-free forward per step (repro.training.packing; same loss and gradients)
+    schedule: str = "linear"  # learning rate after warm-up: linear decay to 0 at `steps`, or constant_with_warmup
+    stopping: str = "fixed"  # "fixed": train `steps`; "dev": the declared budget rule (repro.training.budget), `steps` = cap
 
     # fields added after results were stored: left out of the identity while at their defaults, so the
     # stored runs of earlier configurations keep their keys
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("hard_negatives", "train_examples")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("hard_negatives", "train_examples", "packing", "schedule", "stopping")
 
     def identity(self) -> dict:
         """The settings that define a run (its key in the result store and its checkpoint check)."""
@@ -106,9 +110,17 @@ class EmbeddingModel(nn.Module):
     def backbone(self):
         return self.backbone_ref[0]
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.backbone.hidden_states(input_ids, attention_mask)
-        states, padding = head_inputs(hidden, attention_mask, self.spec.head_input)
+    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
+                packed: Packed | None = None) -> torch.Tensor:
+        """L2-normalised embeddings of right-padded ``input_ids``/``attention_mask``, or of a padding-free
+        ``packed`` batch (:mod:`repro.training.packing`; the same embeddings within float tolerance). One
+        ``forward`` for both, so that a DDP-wrapped model synchronises gradients either way."""
+        if packed is not None:
+            hidden = packed_hidden_states(self.backbone, packed)
+            states, padding = pool_packed(hidden, packed, self.spec.head_input)
+        else:
+            hidden = self.backbone.hidden_states(input_ids, attention_mask)
+            states, padding = head_inputs(hidden, attention_mask, self.spec.head_input)
         if self.head is None:
             return F.normalize(states[:, 0], dim=-1)
         return self.head(states, padding)
@@ -139,29 +151,83 @@ class Collator:
         return pad_right([self.tokenize(t).ids for t in texts], self.pad)
 
 def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,
-             temperature: float) -> torch.Tensor:
-    """InfoNCE over cosine similarity: each query's positive against every positive and hard negative."""
+             temperature: float, negative_valid: torch.Tensor | None = None) -> torch.Tensor:
+    """InfoNCE over cosine similarity: each query's positive against every positive and hard negative.
+    ``negative_valid`` [n] (bool) marks the rows of ``negatives`` that exist (pairs without a hard negative
+    in a mixed batch leave a placeholder row, never scored)."""
     docs = positives if negatives is None else torch.cat([positives, negatives])
     logits = queries @ docs.T / temperature
+    if negatives is not None and negative_valid is not None and not bool(negative_valid.all()):
+        keep = torch.cat([torch.ones(len(positives), dtype=torch.bool, device=logits.device),
+                          negative_valid.to(logits.device)])
+        logits = logits.masked_fill(~keep[None], float("-inf"))
     return F.cross_entropy(logits, torch.arange(len(queries), device=queries.device))
 
 
+def batch_embeddings(model, collate: Collator, rows: list[dict], packing: bool, device, row_tokens: int = ROW_TOKENS):
+    """Embeddings of a batch's queries, positives and hard negatives (rows without one get a zero placeholder),
+    the mask of rows with a hard negative, and the real tokens embedded. ``packing``: one padding-free forward
+    for every text of the batch; otherwise one padded forward for the queries and one for the documents."""
+    has = torch.tensor([r.get("negative") is not None for r in rows], dtype=torch.bool)
+    texts = ([r["query"] for r in rows], [r["positive"] for r in rows],
+             [r["negative"] for r in rows if r.get("negative") is not None])
+    n = len(rows)
+    if packing:
+        causal = collate_causal(model)
+        packed = pack([collate.tokenize(t).ids for t in texts[0] + texts[1] + texts[2]], collate.pad, causal,
+                      row_tokens)
+        embeddings = model(packed=packed.to(device))
+        q, d, tokens = embeddings[:n], embeddings[n:], packed.tokens
+    else:
+        q_ids, q_mask = collate(texts[0])
+        d_ids, d_mask = collate(texts[1] + texts[2])
+        q, d = model(q_ids.to(device), q_mask.to(device)), model(d_ids.to(device), d_mask.to(device))
+        tokens = int(q_mask.sum() + d_mask.sum())
+    positives, negatives = d[:n], d[n:]
+    if not bool(has.all()):
+        placeholder = torch.zeros((n, d.shape[1]), dtype=d.dtype, device=d.device)
+        negatives = placeholder.index_copy(0, has.nonzero()[:, 0].to(d.device), negatives)
+    return q, positives, negatives, has.to(d.device), tokens
+
+
+def collate_causal(model) -> bool:
+    """Whether the (possibly DDP-wrapped) model attends causally."""
+    core = getattr(model, "module", model)
+    return core.spec.attention == "causal"
+
+
 def embed_texts(model: EmbeddingModel, collate: Collator, texts: list[str], batch_tokens: int = 4096,
-                max_batch: int = 64) -> np.ndarray:
-    """Embeddings of texts with a (trained) model, no gradients, length-sorted batches."""
+                max_batch: int = 64, packing: bool = False) -> np.ndarray:
+    """Embeddings of texts with a (trained) model, no gradients, length-sorted batches (``packing``: each batch
+    packed padding-free, :mod:`repro.training.packing`; the same embeddings within float tolerance)."""
     if not texts:
         return np.zeros((0, model.backbone.hidden_size), dtype=np.float32)
-    lengths = [len(collate.tokenize(t).ids) for t in texts]
+    ids = [collate.tokenize(t).ids for t in texts]
+    lengths = [len(i) for i in ids]
     order = sorted(range(len(texts)), key=lambda i: -lengths[i])
     out = np.zeros((len(texts), model.backbone.hidden_size), dtype=np.float32)
     device = next(model.parameters()).device
+    causal = model.spec.attention == "causal"
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        for positions in length_batches([lengths[i] for i in order], batch_tokens, max_batch):
-            group = [order[p] for p in positions]
-            ids, mask = collate([texts[i] for i in group])
-            out[group] = model(ids.to(device), mask.to(device)).float().cpu().numpy()
+        if packing:
+            groups, current, used = [], [], 0
+            for i in order:  # consecutive groups of at most batch_tokens real tokens
+                if current and used + lengths[i] > batch_tokens:
+                    groups.append(current)
+                    current, used = [], 0
+                current.append(i)
+                used += lengths[i]
+            groups.append(current)
+            for group in groups:
+                packed = pack([ids[i] for i in group], collate.pad, causal, max(ROW_TOKENS, lengths[group[0]]))
+                out[group] = model(packed=packed.to(device)).float().cpu().numpy()
+        else:
+            for positions in length_batches([lengths[i] for i in order], batch_tokens, max_batch):
+                group = [order[p] for p in positions]
+                batch_ids, mask = pad_right([ids[i] for i in group], collate.pad)
+                out[group] = model(batch_ids.to(device), mask.to(device)).float().cpu().numpy()
     model.train(was_training)
     return out
 
@@ -180,17 +246,14 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
         local = config.batch_size // world
         rows = [train_rows[i] for i in batch_indices(len(train_rows), config.batch_size, step, config.seed)]
         mine = rows[rank * local:(rank + 1) * local]
-        q_ids, q_mask = collate([r["query"] for r in mine])
-        d_ids, d_mask = collate([r["positive"] for r in mine] + [r["negative"] for r in mine])
-        device = accelerator.device
-        q = model(q_ids.to(device), q_mask.to(device))
-        d = model(d_ids.to(device), d_mask.to(device))
-        negatives = gather_with_grad(d[local:]) if config.hard_negatives else None
-        loss = info_nce(gather_with_grad(q), gather_with_grad(d[:local]), negatives, config.temperature)
-        return loss, int(q_mask.sum() + d_mask.sum()), config.batch_size
+        q, p, n, has, tokens = batch_embeddings(model, collate, mine, config.packing, accelerator.device)
+        negatives, valid = (gather_with_grad(n), gather_with_grad(has.float()).bool()) if config.hard_negatives else (None, None)
+        loss = info_nce(gather_with_grad(q), gather_with_grad(p), negatives, config.temperature, valid)
+        return loss, tokens, config.batch_size
 
     def evaluate(core: EmbeddingModel) -> dict:
-        return {"validation_sts": validation_sts(lambda texts: embed_texts(core, collate, texts),
+        return {"validation_sts": validation_sts(lambda texts: embed_texts(core, collate, texts,
+                                                                           packing=config.packing),
                                                   config.validation_sts_pairs, config.seed),
                 "validation_loss": validation_loss(core, collate, held_out, config)}
 
@@ -209,15 +272,26 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
 
 
 def validation_loss(model: EmbeddingModel, collate: Collator, rows: list[dict], config: TrainConfig) -> float:
-    """InfoNCE on held-out triplets, in batches of the training batch size (no gradients)."""
+    """InfoNCE on held-out rows, in batches of the training batch size (no gradients; rows without a hard
+    negative score against the batch's other documents only)."""
+    usable = len(rows) - len(rows) % config.batch_size
+    if not usable:
+        return math.nan
+    rows = rows[:usable]
+
+    def embed(texts):
+        return torch.from_numpy(embed_texts(model, collate, texts, packing=config.packing))
+
+    q, p = embed([r["query"] for r in rows]), embed([r["positive"] for r in rows])
+    has = torch.tensor([r.get("negative") is not None for r in rows], dtype=torch.bool)
+    n = torch.zeros_like(p)
+    n[has] = embed([r["negative"] for r in rows if r.get("negative") is not None])
     losses = []
-    for start in range(0, len(rows) - config.batch_size + 1, config.batch_size):
-        chunk = rows[start:start + config.batch_size]
-        q = torch.from_numpy(embed_texts(model, collate, [r["query"] for r in chunk]))
-        p = torch.from_numpy(embed_texts(model, collate, [r["positive"] for r in chunk]))
-        n = torch.from_numpy(embed_texts(model, collate, [r["negative"] for r in chunk]))
-        losses.append(float(info_nce(q, p, n, config.temperature)))
-    return float(np.mean(losses)) if losses else math.nan
+    for start in range(0, usable, config.batch_size):
+        part = slice(start, start + config.batch_size)
+        negatives = n[part] if config.hard_negatives else None
+        losses.append(float(info_nce(q[part], p[part], negatives, config.temperature, has[part])))
+    return float(np.mean(losses))
 
 
 def save_model(model: EmbeddingModel, config: TrainConfig, folder: Path) -> None:

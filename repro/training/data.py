@@ -14,7 +14,18 @@ from scipy.stats import spearmanr
 from repro.core.tasks import read_tsv, task_folder
 from repro.store.paths import data_dir
 
-DATASETS = {"nli": "train/nli_triplets/snli_dev_test_triplets.jsonl"}
+SNLI = "train/nli_triplets/snli_dev_test_triplets.jsonl"
+MEDI = "train/medi_nli/medi_nli.jsonl"
+MRPC = "train/mrpc_pairs/mrpc_pairs.jsonl"
+QA = "train/qa_pairs/qa_pairs.jsonl"
+# Declared training mixes (files under the data folder). Pairs (MRPC, QA) have no hard negative: their queries
+# score against the batch's other documents only. SciFact's train pairs are never used: their positives include
+# 181 of the 283 documents relevant to SciFact's test queries, a reported task.
+DATASETS: dict[str, tuple[str, ...]] = {
+    "nli": (SNLI,),  # SNLI triplets (the earlier Paper 1 runs)
+    "nli-medi": (SNLI, MEDI),  # Paper 3: AutoRegEmbed and its contrastive baselines alike
+    "mix": (SNLI, MEDI, MRPC, QA),  # Paper 1: NLI triplets, paraphrase and QA pairs
+}
 def subset(rows: list, n: int, seed: int) -> list:
     """A seeded subset of ``n`` rows (in their original order); ``n = 0`` keeps them all."""
     if not n:
@@ -29,12 +40,21 @@ if TYPE_CHECKING:  # a type hint only (the contrastive trainer imports this modu
 
 
 def read_triplets(name: str = "nli") -> list[dict]:
-    path = data_dir() / DATASETS[name]
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found")
-    with open(path) as handle:
-        rows = [json.loads(line) for line in handle]
-    return [{"query": r["anchor"], "positive": r["positive"], "negative": r["negative"]} for r in rows]
+    """The rows of a declared training set, in file order: ``query``, ``positive`` and ``negative`` (None for
+    pairs) and the ``source`` file."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown training data '{name}'; valid: {', '.join(DATASETS)}")
+    rows = []
+    for relative in DATASETS[name]:
+        path = data_dir() / relative
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found (set REPRO_DATA_DIR to the shared data folder)")
+        with open(path) as handle:
+            for line in handle:
+                r = json.loads(line)
+                rows.append({"query": r["anchor"], "positive": r["positive"], "negative": r.get("negative"),
+                             "source": relative.split("/")[1]})
+    return rows
 
 
 def split_triplets(config: TrainConfig) -> tuple[list[dict], list[dict]]:

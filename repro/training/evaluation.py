@@ -7,6 +7,7 @@ task (STS keeps per-pair similarities).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pandas as pd
@@ -14,8 +15,10 @@ import pandas as pd
 from repro.core.scoring import evaluate_per_task
 from repro.store.fingerprint import weights_digest
 from repro.store.results import all_results
-from repro.store.runs import train_or_load
-from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig, TrainedEmbedder, run_spec
+from repro.store.runs import ensure_trained, train_or_load
+from repro.training.budget import budget_points, evaluations
+from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig, TrainedEmbedder, load_trained, run_spec
+from repro.training.loop import load_snapshot
 
 SCORES_EXPERIMENT = "trained_scores"
 
@@ -41,6 +44,32 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
                               suite, tasks, make_embedder, progress, recompute, label=f"model {config.model}",
                               recompute_stale=recompute_stale)
     return frame.assign(model=config.model)
+
+
+def evaluate_budget_points(config: TrainConfig, suite: str = "small", tasks: Sequence[str] | None = None,
+                           count: int = 4, eval_max_length: int = 512, progress: bool = True) -> pd.DataFrame:
+    """Scores at ``count`` log-spaced training budgets up to the dev-selected step of a run under the budget
+    rule (the weights snapshot of each evaluated step, one constant-learning-rate run), stored per task under the
+    run's identity + ``budget_step``; column ``budget_step``. The snapshots live in the run folder (not committed):
+    score a run's budget points in the session that trains it."""
+    if config.stopping != "dev":
+        raise ValueError("budget points need a run under the budget rule (stopping='dev')")
+    folder, _ = ensure_trained(run_spec(config, progress))
+    summary = json.loads((folder / "summary.json").read_text())
+    steps = budget_points(summary["selected_step"], [s for s, _ in evaluations(summary["history"])], count)
+    frames = []
+    for step in steps:
+        def make_embedder(step=step):
+            model, _ = load_trained(folder / "final")
+            load_snapshot(folder, model, step)
+            digest = weights_digest(model)
+            return TrainedEmbedder(model, config, eval_max_length, digest=digest), digest
+
+        identity = {"train": config.identity(), "eval_max_length": eval_max_length, "budget_step": step}
+        frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_embedder, progress,
+                                  label=f"model {config.model} @ step {step}")
+        frames.append(frame.assign(model=config.model, budget_step=step))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def stored_runs(backbone: str) -> list[dict]:

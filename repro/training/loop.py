@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from accelerate import Accelerator
+from accelerate.utils import broadcast_object_list
 from torch import nn
 from torch.distributed.nn.functional import all_gather
 from tqdm.auto import tqdm
@@ -18,6 +19,8 @@ from transformers import get_scheduler
 
 from repro.store.atomic import atomic_path, write_json
 from repro.store.identity import config_identity
+from repro.training import budget
+from repro.training.budget import should_stop
 
 
 @dataclass
@@ -112,28 +115,34 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     scheduler = get_scheduler(getattr(config, "schedule", "linear"), optimizer, config.warmup_steps, config.steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     core = accelerator.unwrap_model(model)
+    by_dev = getattr(config, "stopping", "fixed") == "dev"
 
     checkpoint = output / "checkpoint"
     history: list[dict] = []
-    start_step, tokens_seen, examples_seen, seconds = 0, 0, 0, 0.0
+    start_step, stopped = 0, False
+    counters = {"tokens_seen": 0, "examples_seen": 0, "seconds": 0.0, "cpu_seconds": 0.0, "eval_seconds": 0.0}
     if (checkpoint / "state.pt").is_file():
         meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index,
                                config_identity(config))
-        start_step, history = meta["step"], meta["history"]
-        tokens_seen, examples_seen, seconds = meta["tokens_seen"], meta["examples_seen"], meta["seconds"]
+        start_step, history, stopped = meta["step"], meta["history"], meta.get("stopped", False)
+        counters.update({k: meta[k] for k in counters if k in meta})
         accelerator.print(f"resuming {output} at step {start_step}")
     rank, world = accelerator.process_index, accelerator.num_processes
 
     def evaluate_now(step: int, loss: float | None) -> None:
+        t0 = time.perf_counter()
         record = {"step": step, "train_loss": loss}
         if accelerator.is_main_process:
             record.update(evaluate(core))
-        history.append(record)
+            if by_dev:
+                save_snapshot(output, core, step)
+        counters["eval_seconds"] += time.perf_counter() - t0
+        history.append({**record, **{k: counters[k] for k in ("tokens_seen", "examples_seen", "seconds",
+                                                               "cpu_seconds")}})
 
     def save(step: int) -> None:
         accelerator.wait_for_everyone()
-        meta = {"config": config_identity(config), "step": step, "history": history, "tokens_seen": tokens_seen,
-                "examples_seen": examples_seen, "seconds": seconds}
+        meta = {"config": config_identity(config), "step": step, "history": history, "stopped": stopped, **counters}
         save_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, meta)
         if accelerator.is_main_process:
             write_json(_state_file(output), meta)  # a readable copy; resuming reads the checkpoint itself
@@ -142,10 +151,11 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     model.train()
     if start_step == 0 and not history:
         evaluate_now(0, None)
-    bar = tqdm(range(start_step, config.steps), desc=desc, disable=not progress or not accelerator.is_main_process,
+    end = start_step if stopped else config.steps
+    bar = tqdm(range(start_step, end), desc=desc, disable=not progress or not accelerator.is_main_process,
                initial=start_step, total=config.steps)
     for step in bar:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss, tokens, examples = step_loss(model, step, rank, world)
         accelerator.backward(loss)
         if dump_grads is not None and step == start_step and accelerator.is_main_process:
@@ -157,15 +167,61 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
-        seconds += time.perf_counter() - t0
-        tokens_seen += int(accelerator.gather(torch.tensor([int(tokens)], device=accelerator.device)).sum())
-        examples_seen += examples
+        counters["seconds"] += time.perf_counter() - t0
+        counters["cpu_seconds"] += time.process_time() - c0
+        counters["tokens_seen"] += int(accelerator.gather(torch.tensor([int(tokens)], device=accelerator.device)).sum())
+        counters["examples_seen"] += examples
         history.append({"step": step + 1, "train_loss": float(loss.detach()), "lr": float(scheduler.get_last_lr()[0]),
                         **logged})
         bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             evaluate_now(step + 1, float(loss.detach()))
-        if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
+            if by_dev:
+                stopped = bool(broadcast_object_list([should_stop(history) if accelerator.is_main_process
+                                                      else None])[0])
+        if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps or stopped:
             save(step + 1)
-    return {"steps": config.steps, "examples_seen": examples_seen, "tokens_seen": tokens_seen,
-            "train_seconds": seconds, "processes": world, "history": history}
+        if stopped:
+            accelerator.print(f"{output}: dev signal flat over the last {budget.WINDOW:.0%} of steps; "
+                              f"stopped at step {step + 1}")
+            break
+    trained = max((r["step"] for r in history), default=0)
+    run = {"steps": trained, "examples_seen": counters["examples_seen"], "tokens_seen": counters["tokens_seen"],
+           "train_seconds": counters["seconds"], "train_cpu_seconds": counters["cpu_seconds"],
+           "eval_seconds": counters["eval_seconds"], "processes": world, "history": history}
+    if by_dev:
+        chosen, signal = budget.select(history)
+        at = next(r for r in history if r["step"] == chosen and budget.SIGNAL in r)
+        if accelerator.is_main_process:
+            load_snapshot(output, core, chosen)
+        accelerator.wait_for_everyone()
+        run.update({"cap": config.steps, "stopped_early": stopped, "selected_step": chosen,
+                    "selected_signal": signal, "selected_examples_seen": at["examples_seen"],
+                    "selected_tokens_seen": at["tokens_seen"], "selected_train_seconds": at["seconds"],
+                    "selected_train_cpu_seconds": at["cpu_seconds"]})
+    return run
+
+
+def snapshot_file(output: Path, step: int) -> Path:
+    return Path(output) / "snapshots" / f"step-{step:05d}.pt"
+
+
+def save_snapshot(output: Path, model: nn.Module, step: int) -> None:
+    """The trainable weights at an evaluated step (the dev-selected checkpoint and the budget points are read
+    back from these), written atomically."""
+    path = snapshot_file(output, step)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        torch.save({n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}, tmp)
+
+
+def load_snapshot(output: Path, model: nn.Module, step: int) -> None:
+    """Set the trainable weights to those saved at ``step``."""
+    state = torch.load(snapshot_file(output, step), map_location="cpu")
+    params = dict(model.named_parameters())
+    missing = {n for n, p in params.items() if p.requires_grad} - set(state)
+    if missing:
+        raise ValueError(f"snapshot of step {step} in {output} lacks {sorted(missing)[:3]}...")
+    with torch.no_grad():
+        for name, value in state.items():
+            params[name].copy_(value)

@@ -1,0 +1,84 @@
+"""The declared training-budget rule, the same for every compared model (issue: training verdicts that hold).
+
+* **Dev signal**: STS-B dev Spearman x100 of cosine similarity on all 1,500 dev pairs (``validation_sts``), never a
+  test set the book reports; evaluated at step 0 and every ``eval_every = max(25, ceil(5% of the cap))`` steps.
+* **Stop** at an evaluation at step ``s`` when the best dev signal of the last 20% of steps (evaluations in
+  ``(0.8 s, s]``) is not at least 0.5 above the best before them (steps ``<= 0.8 s``), once at least
+  ``MIN_EVALUATIONS`` evaluations after step 0 exist (so a run is never stopped on its first, noisiest points);
+  otherwise at the cap (``steps``).
+* **Select** the checkpoint with the best dev signal (ties: the earliest); step 0 (the untrained model) can be
+  selected, and is then the finding.
+* The learning rate is constant after warm-up (``schedule="constant_with_warmup"``), so a checkpoint at step ``s``
+  is what a run of budget ``s`` would have given, and early stopping changes no earlier step.
+
+:func:`should_stop` and :func:`select` read a run's history (the loop's evaluation records).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+SIGNAL = "validation_sts"
+WINDOW = 0.2  # the last 20% of steps
+MIN_GAIN = 0.5  # points of dev Spearman x100
+MIN_EVALUATIONS = 4  # evaluations after step 0 before the rule may stop a run
+DEV_PAIRS = 1500  # every STS-B dev pair
+
+
+def eval_interval(cap: int) -> int:
+    """Steps between dev evaluations for a run capped at ``cap`` steps: max(25, ceil(5% of the cap))."""
+    return max(25, math.ceil(0.05 * cap))
+
+
+def evaluations(history: Sequence[dict], signal: str = SIGNAL) -> list[tuple[int, float]]:
+    """(step, dev signal) of every evaluation record in a run's history, in step order."""
+    points = {int(r["step"]): float(r[signal]) for r in history if r.get(signal) is not None
+              and not (isinstance(r[signal], float) and math.isnan(r[signal]))}
+    return sorted(points.items())
+
+
+def should_stop(history: Sequence[dict], signal: str = SIGNAL) -> bool:
+    """The stopping rule on the evaluations so far (the last one is the current step)."""
+    points = evaluations(history, signal)
+    if len(points) < MIN_EVALUATIONS + 1:
+        return False
+    step = points[-1][0]
+    boundary = (1 - WINDOW) * step
+    before = [v for s, v in points if s <= boundary]
+    window = [v for s, v in points if s > boundary]
+    return bool(before) and max(window) < max(before) + MIN_GAIN
+
+
+def select(history: Sequence[dict], signal: str = SIGNAL) -> tuple[int, float]:
+    """The dev-selected step and its signal (the earliest of the best)."""
+    points = evaluations(history, signal)
+    if not points:
+        raise ValueError(f"the run's history has no '{signal}' evaluation")
+    best = max(v for _, v in points)
+    return next((s, v) for s, v in points if v == best)
+
+
+def budget_points(selected: int, evaluated: Sequence[int], count: int = 4) -> list[int]:
+    """``count`` log-spaced training budgets up to the selected (converged) step, each the evaluated step nearest
+    to ``selected / 2**k`` (k = count-1 ... 0), without repeats; step 0 is never a budget point."""
+    candidates = sorted(s for s in evaluated if 0 < s <= selected)
+    if not candidates:
+        return []
+    points = []
+    for k in range(count - 1, -1, -1):
+        target = selected / 2 ** k
+        nearest = min(candidates, key=lambda s: (abs(math.log(s / target)), s))
+        if nearest not in points:
+            points.append(nearest)
+    return sorted(points)
+
+
+def under_budget_rule(config, cap: int = 600):
+    """``config`` trained under the declared rule: ``cap`` steps at most, constant learning rate after warm-up,
+    dev evaluations (every STS-B dev pair) and checkpoints every :func:`eval_interval` steps, early stopping and
+    dev selection."""
+    every = eval_interval(cap)
+    return replace(config, steps=cap, stopping="dev", schedule="constant_with_warmup", eval_every=every,
+                   checkpoint_every=every, validation_sts_pairs=DEV_PAIRS)

@@ -1,0 +1,134 @@
+"""Padding-free packing gives the padded forward's embeddings, losses and gradients; the budget rule stops,
+selects and resumes as declared; the declared training mixes."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import tiny_backbone
+
+from repro.training import budget
+from repro.training import contrastive as train_module
+from repro.training.contrastive import EmbeddingModel, TrainConfig, batch_embeddings, info_nce, train
+from repro.training.data import pad_right, read_triplets
+from repro.training.heads import MODELS, make_head
+from repro.training.lora import add_lora
+from repro.training.packing import assign_rows, pack
+
+SEQUENCES = [list(range(3, 3 + n)) for n in (5, 9, 2, 7, 11, 4, 1, 6)]
+
+
+def test_rows_hold_at_most_their_budget_and_every_sequence_once():
+    lengths = [len(s) for s in SEQUENCES]
+    rows = assign_rows(lengths, 12)
+    assert sorted(i for r in rows for i in r) == list(range(len(lengths)))
+    assert all(sum(lengths[i] for i in r) <= 12 for r in rows)
+    packed = pack(SEQUENCES, 0, causal=True, row_tokens=12)
+    assert packed.tokens == sum(lengths) and packed.ids.shape[0] == len(rows)
+    for i, seq in enumerate(SEQUENCES):  # ids and restarted positions where the layout says
+        r, s = int(packed.row[i]), int(packed.start[i])
+        assert packed.ids[r, s:s + len(seq)].tolist() == seq
+        assert packed.positions[r, s:s + len(seq)].tolist() == list(range(len(seq)))
+    with pytest.raises(ValueError, match="empty"):
+        pack([[1], []], 0, True)
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gemma3"])
+@pytest.mark.parametrize("number", sorted(MODELS))
+def test_packed_forward_gives_the_padded_embeddings_and_gradients(arch, number):
+    spec = MODELS[number]
+    backbone = tiny_backbone(arch, spec.attention)
+    backbone.model = add_lora(backbone.model, 4, 8, 0.0)
+    backbone.set_attention(spec.attention)
+    torch.manual_seed(1)
+    for name, p in backbone.model.named_parameters():  # LoRA B starts at 0: make the adapters matter
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.1)
+    model = EmbeddingModel(backbone, spec, make_head(spec, 32, backbone.num_layers, latents=4, heads=4))
+    ids, mask = pad_right(SEQUENCES, 0)
+    grads = []
+    for packed in (None, pack(SEQUENCES, 0, spec.attention == "causal", row_tokens=16)):
+        model.zero_grad()
+        out = model(ids, mask) if packed is None else model(packed=packed)
+        loss = info_nce(out[:3], out[3:6], out[6:], 0.05)
+        loss.backward()
+        grads.append((out.detach(), loss.detach(),
+                      {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (a, la, ga), (b, lb, gb) = grads
+    torch.testing.assert_close(b, a, atol=2e-6, rtol=1e-5)
+    torch.testing.assert_close(lb, la, atol=1e-5, rtol=1e-5)
+    assert ga.keys() == gb.keys() and len(ga) > 0
+    for name in ga:
+        torch.testing.assert_close(gb[name], ga[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_budget_rule_stops_on_a_flat_dev_signal_and_selects_the_earliest_best():
+    def history(values, every=30):
+        return [{"step": i * every, "validation_sts": v} for i, v in enumerate(values)]
+
+    rising = history([10, 30, 40, 45, 50, 55])
+    assert not budget.should_stop(rising)
+    flat = history([10, 30, 40, 45, 50, 50.2, 50.3, 50.1])  # step 210: window (168, 210] = {180, 210}
+    assert budget.should_stop(flat)
+    assert not budget.should_stop(flat[:4])  # too few evaluations to stop
+    falling = history([68, 64, 60, 59, 58])
+    assert budget.should_stop(falling) and budget.select(falling) == (0, 68)
+    assert budget.select(history([1, 5, 5, 3])) == (30, 5)
+    assert budget.eval_interval(600) == 30 and budget.eval_interval(100) == 25
+    assert budget.budget_points(240, range(0, 601, 30)) == [30, 60, 120, 240]
+    assert budget.budget_points(60, range(0, 601, 30)) == [30, 60]
+
+
+def test_the_declared_mixes_mark_pairs_without_a_hard_negative():
+    mix = read_triplets("mix")
+    sources = {r["source"] for r in mix}
+    assert sources == {"nli_triplets", "medi_nli", "mrpc_pairs", "qa_pairs"}
+    assert all((r["negative"] is None) == (r["source"] in ("mrpc_pairs", "qa_pairs")) for r in mix)
+    assert {r["source"] for r in read_triplets("nli-medi")} == {"nli_triplets", "medi_nli"}
+    assert not any("scifact" in s.lower() for s in sources)
+    with pytest.raises(ValueError, match="unknown training data"):
+        read_triplets("scifact")
+
+
+def test_a_mixed_batch_scores_pairs_against_the_other_documents_only(tiny_dir):
+    config = TrainConfig(backbone=tiny_dir, model=1, lora_dropout=0.0, packing=True, max_length=24)
+    model = train_module.build_model(config)
+    collate = train_module.Collator(model.backbone.tokenizer, config)
+    rows = [{"query": "a man", "positive": "a guy", "negative": "a cat"},
+            {"query": "rain", "positive": "wet weather", "negative": None},
+            {"query": "stocks fell", "positive": "markets dropped", "negative": "markets rose"}]
+    q, p, n, has, _ = batch_embeddings(model, collate, rows, True, "cpu")
+    assert has.tolist() == [True, False, True] and float(n[1].detach().abs().sum()) == 0
+    loss = info_nce(q, p, n, 0.05, has)
+    logits = q @ torch.cat([p, n[[0, 2]]]).T / 0.05
+    expected = torch.nn.functional.cross_entropy(logits, torch.arange(3))
+    torch.testing.assert_close(loss, expected)
+    padded = batch_embeddings(model, collate, rows, False, "cpu")
+    torch.testing.assert_close(padded[0], q, atol=1e-5, rtol=1e-5)
+
+
+def test_a_dev_stopped_run_selects_its_best_snapshot_records_its_budget_and_resumes(tiny_dir, tmp_path, monkeypatch):
+    values = iter([10.0, 20.0, 25.0, 24.0, 24.9, 30.0, 31.0])
+    monkeypatch.setattr(train_module, "validation_sts", lambda *a, **k: next(values))
+    config = TrainConfig(backbone=tiny_dir, model=1, steps=40, batch_size=4, validation_triplets=0, max_length=24,
+                         lora_dropout=0.0, warmup_steps=1, eval_every=2, checkpoint_every=2, packing=True,
+                         schedule="constant_with_warmup", stopping="dev", data="mix")
+    summary = train(config, tmp_path / "run", progress=False)
+    # evaluations at 0, 2, 4, 6, 8: at step 8 the window (6.4, 8] = {8} holds 24.9 < 25 + 0.5: stop
+    assert summary["steps"] == 8 and summary["stopped_early"] and summary["cap"] == 40
+    assert summary["selected_step"] == 4 and summary["selected_signal"] == 25.0
+    assert summary["selected_examples_seen"] == 16 and 0 < summary["selected_tokens_seen"] < summary["tokens_seen"]
+    assert summary["train_cpu_seconds"] > 0
+    lrs = [r["lr"] for r in summary["history"] if "lr" in r]
+    assert len(set(lrs[1:])) == 1  # constant after warm-up
+    snapshot = torch.load(tmp_path / "run" / "snapshots" / "step-00004.pt")
+    final = train_module.load_trained(tmp_path / "run" / "final")[0]
+    params = dict(final.named_parameters())
+    for name, value in snapshot.items():
+        torch.testing.assert_close(params[name], value)
+    # a finished, stopped run resumes as finished: no more steps, same selection
+    again = train(config, tmp_path / "run", progress=False)
+    assert again["steps"] == 8 and again["selected_step"] == 4
+    assert json.loads((tmp_path / "run" / "train_state.json").read_text())["stopped"]
+    assert np.isfinite(summary["history"][0]["validation_sts"])

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from repro.core.backbones import Backbone
 from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
+from repro.core.paired import task_units
 from repro.core.tasks import TASKS
 
 
@@ -116,25 +117,33 @@ def _source_for(mteb_name: str):
     return None
 
 
-def sts_pair_similarities(prediction_folder) -> np.ndarray:
-    """The per-pair cosine similarities mteb's STS evaluator wrote to its prediction file."""
-
+def prediction_record(prediction_folder) -> dict:
+    """The one prediction file mteb wrote to ``prediction_folder``."""
     files = list(Path(prediction_folder).glob("*.json"))
     if len(files) != 1:
         raise RuntimeError(f"expected one mteb prediction file in {prediction_folder}, found {len(files)}")
-    record = json.loads(files[0].read_text())
+    return json.loads(files[0].read_text())
+
+
+def sts_pair_similarities(prediction_folder) -> np.ndarray:
+    """The per-pair cosine similarities mteb's STS evaluator wrote to its prediction file."""
+
+    record = prediction_record(prediction_folder)
     subsets = [v for k, v in record.items() if k != "mteb_model_meta"]
     return np.asarray(subsets[0]["test"]["cosine_scores"], dtype=np.float32)
 
 
 def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, progress: bool = True,
-                      pair_similarities: dict | None = None, desc: str = "") -> pd.DataFrame:
+                      pair_similarities: dict | None = None, desc: str = "",
+                      units: dict | None = None) -> pd.DataFrame:
     """Every encoder on every task; rows carry each encoder's ``labels`` (e.g. layer and pooling).
 
     Tasks are the outer loop, so the in-memory states a task's first encoder computed are reused by
     the others (they all read :func:`repro.core.encode.encode`'s memo). ``pair_similarities`` (a dict,
     filled in place): for STS tasks, mteb's per-pair cosine similarities keyed
-    ``(task, *labels.values())``, for paired tests over pairs.
+    ``(task, *labels.values())``, for paired tests over pairs. ``units`` (a dict, filled in place): for the
+    other categories, the per-unit record of :func:`repro.core.paired.task_units` (per-query nDCG@10,
+    per-example correctness, ...), same keys.
     """
 
 
@@ -149,6 +158,11 @@ def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, 
                     rows = run_mteb(encoder, [task], prediction_folder=folder)
                     key = (rows["task"].iloc[0], *labels.values())
                     pair_similarities[key] = sts_pair_similarities(folder)
+            elif units is not None and hasattr(task, "repro_source"):
+                with tempfile.TemporaryDirectory() as folder:
+                    rows = run_mteb(encoder, [task], prediction_folder=folder)
+                    key = (rows["task"].iloc[0], *labels.values())
+                    units[key] = task_units(task, prediction_record(folder), float(rows["main_score"].iloc[0]))
             else:
                 rows = run_mteb(encoder, [task])
             rows["seconds"] = time.perf_counter() - t0

@@ -45,11 +45,14 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
                 load()
             start = time.perf_counter()
             sims: dict = {}
+            units: dict = {}
             rows = evaluate_encoders([offline_task(name, suite)], [({}, state["encoder"])], progress=False,
-                                     pair_similarities=sims)
+                                     pair_similarities=sims, units=units)
             extra = {"weights_sha256": state["weights"]}
             if sims:
                 extra["pair_similarities"] = encode_array(next(iter(sims.values())))
+            if units:
+                extra["units"] = next(iter(units.values()))
             return rows, {"task_seconds": time.perf_counter() - start}, extra
 
         stale = recompute_stale and (load_result(experiment, params) or {}).get("weights_sha256") != state["weights"]

@@ -1,0 +1,156 @@
+"""Per-unit results for paired tests inside a task, read from mteb's own prediction files.
+
+A task's main score is a statistic over units: STS pairs, retrieval queries, classification test examples,
+pair-classification pairs, clustering documents. Two models scored on the same task (same suite, same caps) are
+compared inside the task by resampling those units (:mod:`repro.core.paired_tests`). What each category keeps,
+compressed (float16 base64, :func:`repro.store.results.encode_array`), with every stored score:
+
+==================  =======  ======================================================================================
+category            unit     stored
+==================  =======  ======================================================================================
+STS                 pair     ``pair_similarities`` (cosine, mteb's STS prediction file; stored since the start)
+Retrieval           query    per-query nDCG@10 (pytrec_eval through mteb's own scoring on mteb's ranked lists;
+                             the task's ``ignore_identical_ids`` applied), in sorted query-id order
+Classification      example  per-example fraction of mteb's ``n_experiments`` classifiers that were right
+PairClassification  pair     cosine similarity per pair (the paired test recomputes cosine AP)
+Clustering          document cluster id per document (the paired test recomputes V-measure per subset)
+==================  =======  ======================================================================================
+
+Each unit array is checked against the main score mteb reported where it determines it (the mean nDCG@10, the
+mean accuracy): a mismatch raises instead of storing per-unit data that do not explain the score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores
+from sklearn.metrics import average_precision_score, v_measure_score
+
+from repro.core.stats import paired_bootstrap_mean, paired_bootstrap_spearman, paired_bootstrap_statistic
+from repro.core.tasks import TASKS, read_task
+from repro.store.results import decode_array, encode_array
+
+TOLERANCE = 1e-4
+
+
+def _digest(items) -> str:
+    return hashlib.sha256(json.dumps(list(items)).encode()).hexdigest()[:16]
+
+
+def _check(name: str, value: float, main_score: float) -> None:
+    if not abs(value - main_score) <= TOLERANCE:
+        raise RuntimeError(f"{name}: the per-unit data give {value:.6f}, mteb's main score is {main_score:.6f}")
+
+
+def retrieval_units(task, ranked: dict, qrels: dict, main_score: float | None = None) -> dict:
+    """Per-query nDCG@10 of mteb's ranked lists ``{query: {doc: score}}``."""
+    if getattr(task, "ignore_identical_ids", False):
+        ranked = {q: {d: s for d, s in docs.items() if d != q} for q, docs in ranked.items()}
+    scores = calculate_retrieval_scores(ranked, qrels, [10]).all_scores
+    ids = sorted(qrels)
+    values = np.array([scores.get(q, {}).get("ndcg_cut_10", 0.0) for q in ids], dtype=float)
+    if main_score is not None and task.metadata.main_score == "ndcg_at_10":
+        _check(task.metadata.name, float(values.mean()), main_score)
+    return {"unit": "query", "metric": "nDCG@10", "n": len(ids), "ids": _digest(ids),
+            "values": encode_array(values)}
+
+
+def classification_units(task, predictions: list, labels: list, main_score: float | None = None) -> dict:
+    """Per-example fraction of correct predictions over mteb's experiments (its mean is the mean accuracy)."""
+    predicted = np.asarray(predictions)
+    if predicted.ndim != 2 or predicted.shape[1] != len(labels):
+        raise RuntimeError(f"{task.metadata.name}: predictions {predicted.shape} do not match {len(labels)} labels")
+    values = (predicted == np.asarray(labels)[None]).mean(0)
+    if main_score is not None and task.metadata.main_score == "accuracy":
+        _check(task.metadata.name, float(values.mean()), main_score)
+    return {"unit": "example", "metric": "accuracy", "n": len(labels), "experiments": int(predicted.shape[0]),
+            "ids": _digest(labels), "values": encode_array(values)}
+
+
+def pair_classification_units(task, predictions: dict, labels: list) -> dict:
+    """Cosine similarity per pair (the test recomputes cosine average precision with the labels)."""
+    cosine = np.asarray(predictions["cosine_scores"], dtype=float)
+    if len(cosine) != len(labels):
+        raise RuntimeError(f"{task.metadata.name}: {len(cosine)} similarities for {len(labels)} pairs")
+    return {"unit": "pair", "metric": "cosine AP", "n": len(labels), "ids": _digest(labels),
+            "values": encode_array(cosine)}
+
+
+def clustering_units(task, assignments: list, labels: list[list]) -> dict:
+    """Cluster id per document, subset by subset (the test recomputes each subset's V-measure)."""
+    if [len(a) for a in assignments] != [len(x) for x in labels]:
+        raise RuntimeError(f"{task.metadata.name}: assignments do not match the subsets' sizes")
+    return {"unit": "document", "metric": "V-measure", "n": sum(len(a) for a in assignments),
+            "subset_sizes": [len(a) for a in assignments], "ids": _digest(labels),
+            "values": encode_array(np.concatenate([np.asarray(a, dtype=float) for a in assignments]))}
+
+
+def task_units(task, prediction: dict, main_score: float | None = None) -> dict | None:
+    """The per-unit record of one task from mteb's prediction file content (``{subset: {split: ...}}``), or None
+    for STS (its pair similarities are stored on their own)."""
+    source = task.repro_source
+    value = next(v for k, v in prediction.items() if k != "mteb_model_meta")["test"]
+    if source.category == "STS":
+        return None
+    data = read_task(source.name, task.repro_suite)
+    if source.category == "Retrieval":
+        return retrieval_units(task, value, data["qrels"], main_score)
+    if source.category == "Classification":
+        return classification_units(task, value, data["test"]["label"], main_score)
+    if source.category == "PairClassification":
+        return pair_classification_units(task, value, data["test"]["labels"])
+    if source.category == "Clustering":
+        return clustering_units(task, value, data["test"]["labels"])
+    raise ValueError(f"no per-unit data for category {source.category}")
+
+
+def _units(record: dict) -> dict:
+    if "units" not in record:
+        raise ValueError(f"the stored score of {record['params'].get('task')} has no per-unit data (scored before "
+                         "they were stored: recompute it)")
+    return record["units"]
+
+
+def paired_test(record_a: dict, record_b: dict, n_resamples: int = 1000, seed: int = 0) -> dict:
+    """A paired test of two stored scores of the same task and suite, inside the task: bootstrap over STS pairs
+    (Spearman), retrieval queries (mean nDCG@10), classification examples (mean accuracy), pairs (cosine AP) or
+    documents (mean V-measure over subsets). ``difference`` is first minus second, x100 like the scores."""
+    task, suite = record_a["params"]["task"], record_a["params"]["suite"]
+    if (task, suite) != (record_b["params"]["task"], record_b["params"]["suite"]):
+        raise ValueError("a paired test needs two scores of the same task and suite")
+    category = TASKS[task].category
+    data = read_task(task, suite)
+    if category == "STS":
+        a, b = (decode_array(r["pair_similarities"]) for r in (record_a, record_b))
+        result = paired_bootstrap_spearman(data["test"]["score"], a, b, n_resamples, seed)
+    else:
+        ua, ub = _units(record_a), _units(record_b)
+        if ua["ids"] != ub["ids"]:
+            raise ValueError(f"{task}: the two scores were computed on different units")
+        a, b = (decode_array(u["values"]).astype(float) for u in (ua, ub))
+        if category in ("Retrieval", "Classification"):
+            result = paired_bootstrap_mean(a, b, n_resamples, seed)
+            result["test"] = result["test"].replace("mean difference", f"mean {ua['metric']} difference over "
+                                                                       f"{ua['unit']}s")
+        elif category == "PairClassification":
+            labels = np.asarray(data["test"]["labels"])
+            result = paired_bootstrap_statistic(
+                lambda y, x, z: average_precision_score(y, x) - average_precision_score(y, z),
+                (labels, a, b), n_resamples, seed, unit="pairs")
+        else:
+            sizes = ua["subset_sizes"]
+            labels = np.concatenate([np.asarray(x) for x in data["test"]["labels"]])
+            subset = np.repeat(np.arange(len(sizes)), sizes)
+
+            def v_difference(y, s, x, z):
+                return float(np.mean([v_measure_score(y[s == k], x[s == k]) - v_measure_score(y[s == k], z[s == k])
+                                      for k in np.unique(s)]))
+
+            result = paired_bootstrap_statistic(v_difference, (labels, subset, a, b), n_resamples, seed,
+                                                unit="documents")
+    for key in ("difference", "ci_low", "ci_high"):
+        result[key] = 100 * result[key]
+    return {"task": task, "category": category, **result}

@@ -1,0 +1,65 @@
+"""Per-unit data for paired tests inside a task: stored with every score, consistent with mteb's main score, and
+the in-task paired test of two stored scores."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from repro.core.embedder import Embedder
+from repro.core.paired import paired_test
+from repro.core.scoring import evaluate_per_task
+from repro.core.tasks import data_fingerprint, describe_suite
+from repro.store.results import decode_array, load_result
+
+TASKS = ["SciFact", "ArguAna", "Banking77Classification", "TwitterURLCorpus", "TwentyNewsgroupsClustering", "STS17"]
+
+
+class HashEmbedder(Embedder):
+    """Deterministic pseudo-random embeddings (a seed per text): no model needed."""
+
+    def __init__(self, salt: str, dim: int = 16):
+        self.salt, self._dim = salt, dim
+
+    @property
+    def dim(self):
+        return self._dim
+
+    @property
+    def identity(self):
+        return f"hash-{self.salt}"
+
+    def embed(self, texts, role, instruction):
+        seeds = [int(hashlib.md5((self.salt + t).encode()).hexdigest()[:8], 16) for t in texts]
+        return np.stack([np.random.default_rng(s).standard_normal(self._dim) for s in seeds]).astype(np.float32)
+
+
+def _scores(salt: str):
+    embedder = HashEmbedder(salt)
+    frame = evaluate_per_task("paired_test", {"model": salt}, "smoke", TASKS, lambda: (embedder, salt),
+                              progress=False)
+    return frame, {t: load_result("paired_test", {"model": salt, "suite": "smoke", "caps": describe_suite("smoke"),
+                                                  "task": t, "data": data_fingerprint(t)}) for t in TASKS}
+
+
+def test_every_category_stores_units_that_explain_its_score_and_paired_tests_run():
+    frame, first = _scores("a")
+    _, second = _scores("b")
+    for task in ("SciFact", "ArguAna"):  # mean per-query nDCG@10 == mteb's main score
+        units = first[task]["units"]
+        assert units["unit"] == "query"
+        main = frame.set_index("task").loc[task, "main_score"]
+        assert abs(decode_array(units["values"]).astype(float).mean() - main) < 2e-3  # float16 storage
+    cls = first["Banking77Classification"]["units"]
+    assert cls["unit"] == "example" and cls["experiments"] >= 1
+    assert first["TwitterURLCorpus"]["units"]["unit"] == "pair"
+    assert first["TwentyNewsgroupsClustering"]["units"]["unit"] == "document"
+    assert "pair_similarities" in first["STS17"] and "units" not in first["STS17"]
+    for task in TASKS:
+        same = paired_test(first[task], first[task], n_resamples=50)
+        assert same["difference"] == 0 and same["verdict"] == "not significant" or "degenerate" in same["verdict"]
+        other = paired_test(first[task], second[task], n_resamples=50)
+        assert other["task"] == task and np.isfinite(other["difference"])
+        assert other["ci_low"] <= other["difference"] <= other["ci_high"] or "degenerate" in other["verdict"]
+    with pytest.raises(ValueError, match="same task"):
+        paired_test(first["SciFact"], first["ArguAna"])

@@ -12,8 +12,12 @@ triplets (query, positive, hard negative; max_length as in training):
   training-free page uses; cache off) on the same texts with the same backbone.
 
 The ratio encode tok/s / training tok/s is the step's cost in **encoder-forward-equivalents** (the issue's
-target for a contrastive step: <= 3.5). ``--autoreg`` adds an AutoRegEmbed stage-2 step (see
-``benchmarks/autoreg_step.py``).
+target for a contrastive step: <= 3.5).
+
+An **AutoRegEmbed stage-2 step** (the paper's loss, strategy 0: encoder passes for q and d+, decoder passes for
+p(d+|q), p(d-|q) and p(d+|d+); full fine-tuning, batch 8, as the book trains it) is reported per pass: the
+step's seconds, the forward-only seconds of each pass it needs on the same batch, and the step in
+encoder-forward-equivalents of its tokens (encoder inputs + decoder targets), divided by its number of passes.
 
     python benchmarks/train.py --models 1 5 --batch-size 16 --batches 6
 """
@@ -25,6 +29,9 @@ import time
 
 import torch
 
+from repro.autoregembed.config import AlignConfig
+from repro.autoregembed.model import TextIds, build_autoreg
+from repro.autoregembed.objectives import STRATEGY_TERMS, align_batch, reference_terms, sources_of
 from repro.core.encode import EncodeConfig, encode
 from repro.training.contrastive import Collator, TrainConfig, batch_embeddings, build_model, info_nce
 from repro.training.data import batch_indices, split_triplets
@@ -81,6 +88,55 @@ def encode_seconds(backbone, texts: list[str], max_length: int, repeats: int) ->
     return min(timed(lambda: encode(backbone, texts, config, cache=False, progress=False)) for _ in range(repeats))
 
 
+def measure_autoreg(rows: list[list[dict]], repeats: int) -> dict:
+    """Seconds of AutoRegEmbed stage-2 steps and of each pass they need, forward only, on the same batches
+    (a fresh stage-1 model: the cost does not depend on its weights; reference scores are zeros)."""
+    config = AlignConfig()
+    model = build_autoreg(config)
+    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr)
+    batches = []
+    for chunk in rows:
+        batch = align_batch(texts, chunk[:config.batch_size], config, "cpu")
+        batch["reference"] = {term: torch.zeros(len(chunk[:config.batch_size])) for term in reference_terms(0)}
+        batches.append(batch)
+    terms = STRATEGY_TERMS[config.strategy]
+
+    def training():
+        model.train()
+        for batch in batches:
+            model(batch).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+    passes: dict[str, float] = {}
+
+    def forward_only():
+        model.eval()
+        with torch.no_grad():
+            for batch in batches:
+                start = time.perf_counter()
+                memories = {s: model.memory(*batch["inputs"][s]) for s in sources_of(config.strategy)}
+                passes["encoder"] = passes.get("encoder", 0.0) + time.perf_counter() - start
+                for target, source in terms:
+                    start = time.perf_counter()
+                    model.target_log_probs(memories[source], *batch["targets"][target])
+                    passes["decoder"] = passes.get("decoder", 0.0) + time.perf_counter() - start
+
+    forward_only()
+    passes.clear()
+    forward = min(timed(forward_only) for _ in range(repeats))
+    passes = {k: v / repeats for k, v in passes.items()}
+    train = min(timed(training) for _ in range(repeats))
+    encoder_tokens = sum(int(m.sum()) for b in batches for _, m in b["inputs"].values())
+    target_tokens = sum(int(b["targets"][t][1].sum()) for b in batches for t, _ in terms)
+    texts_in = [r[name] for chunk in rows for r in chunk[:config.batch_size] for name in ("query", "positive")]
+    return {"train": train, "forward": forward, "passes": passes, "n_encoder": len(sources_of(config.strategy)),
+            "n_decoder": len(terms), "encoder_tokens": encoder_tokens, "target_tokens": target_tokens,
+            "k": config.compression_tokens, "batch": config.batch_size, "texts": texts_in,
+            "backbone": model.backbone}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backbone", default="smollm2-135m")
@@ -89,6 +145,8 @@ def main(argv=None):
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--batches", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2, help="best of this many timings")
+    parser.add_argument("--autoreg", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure an AutoRegEmbed stage-2 step per pass")
     args = parser.parse_args(argv)
     print(f"{args.backbone}: {args.batches} batches x {args.batch_size} triplets (max_length {args.max_length}), "
           f"{torch.get_num_threads()} threads; tok/s count real tokens only; best of {args.repeats}")
@@ -112,6 +170,25 @@ def main(argv=None):
             print(f"{number:>5} {label:<38} {tokens / m['train']:>11.1f} {tokens / m['forward']:>13.1f} "
                   f"{tokens / encoded:>12.1f} {m['train'] / m['forward']:>14.2f} {m['train'] / encoded:>14.2f}")
             del m
+    if args.autoreg:
+        triplets, _ = split_triplets(TrainConfig(backbone=args.backbone))
+        rows = [[triplets[i] for i in batch_indices(len(triplets), args.batch_size, step, 0)]
+                for step in range(args.batches)]
+        m = measure_autoreg(rows, args.repeats)
+        n_batches = len(rows)
+        tokens = m["encoder_tokens"] + m["target_tokens"] + m["k"] * m["batch"] * m["n_decoder"] * n_batches
+        encoded = encode_seconds(m["backbone"], m["texts"], args.max_length, args.repeats)
+        encode_rate = sum(len(m["backbone"].tokenizer(t).input_ids) for t in m["texts"]) / encoded
+        passes = m["n_encoder"] + m["n_decoder"]
+        equivalents = m["train"] * encode_rate / tokens
+        print(f"AutoRegEmbed stage 2 (strategy 0, full fine-tuning, batch {m['batch']}, k {m['k']}): "
+              f"{m['n_encoder']} encoder + {m['n_decoder']} decoder passes per step, {tokens} tokens in "
+              f"{n_batches} steps")
+        print(f"  step {m['train'] / n_batches:.2f} s | forward only {m['forward'] / n_batches:.2f} s "
+              f"(encoder passes {m['passes']['encoder'] / n_batches:.2f} s, decoder passes "
+              f"{m['passes']['decoder'] / n_batches:.2f} s) | step / forward-only {m['train'] / m['forward']:.2f}")
+        print(f"  training {tokens / m['train']:.1f} tok/s | encode {encode_rate:.1f} tok/s | step = "
+              f"{equivalents:.2f} encoder-forward-equivalents = {equivalents / passes:.2f} per pass")
 
 
 if __name__ == "__main__":

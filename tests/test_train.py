@@ -243,3 +243,23 @@ def test_scores_from_lost_weights_are_refused_and_only_those_are_recomputed_when
     calls.clear()
     run("new", ["STS12", "STS13", "STS14"])  # consistent now: nothing to compute
     assert calls == []
+
+
+def test_task_instructions_go_before_query_side_texts_only(tiny_dir):
+    from repro.core.evaluate import MtebEncoder
+    from repro.core.tasks import TASKS, offline_task
+    from repro.pooling_attention.instructions import INSTRUCTIONS
+
+    assert set(INSTRUCTIONS) == set(TASKS)  # every offline task has its instruction
+    config = TrainConfig(backbone=tiny_dir, model=1, max_length=24, lora_dropout=0.0)
+    embedder = train_module.TrainedEmbedder(train_module.build_model(config), config, max_length=256)
+    texts = ["A man is playing a guitar.", "Rain tomorrow."]
+    plain = embedder.encode(texts)
+    instructed = embedder.encode(texts, instruction=INSTRUCTIONS["STS12"])
+    assert instructed.shape == plain.shape and not np.allclose(plain, instructed)
+    np.testing.assert_array_equal(embedder.encode(texts), plain)  # the plain path is unchanged afterwards
+    encoder = MtebEncoder(embedder, "tiny", instructions=INSTRUCTIONS)
+    scifact = offline_task("SciFact", "smoke").metadata
+    assert encoder.instruction_for(scifact, "query") == INSTRUCTIONS["SciFact"]
+    assert encoder.instruction_for(scifact, "document") is None
+    assert MtebEncoder(embedder, "tiny").instruction_for(scifact, "query") is None

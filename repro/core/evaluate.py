@@ -60,16 +60,31 @@ class MtebEncoder(CosineSimilarity):
     """The one mteb 2 encoder of the project: any :class:`repro.core.embedder.Embedder` (retrieval documents
     get ``role="document"``, everything else ``role="query"``), with cosine similarity."""
 
-    def __init__(self, embedder: Embedder, label: str | None = None, revision: str = "local"):
+    def __init__(self, embedder: Embedder, label: str | None = None, revision: str = "local",
+                 instructions: dict[str, str] | None = None):
         if not isinstance(embedder, Embedder):
             raise TypeError(f"MtebEncoder wraps an Embedder, got {type(embedder).__name__}")
         self.embedder = embedder
+        self.instructions = instructions
         self.mteb_model_meta = model_meta(label or embedder.identity, revision, embedder.dim)
+
+    def instruction_for(self, task_metadata, role: str) -> str | None:
+        """The task's instruction for a query-side text (``instructions`` keyed by our or mteb's task name);
+        documents never get one."""
+        if self.instructions is None or role == "document":
+            return None
+        name = getattr(task_metadata, "name", None)
+        source = _source_for(name) if name else None
+        key = source.name if source else name
+        if key not in self.instructions:
+            raise KeyError(f"no instruction for task {name!r}")
+        return self.instructions[key]
 
     def encode(self, inputs, *, task_metadata=None, hf_split=None, hf_subset=None, prompt_type=None,
                **kwargs) -> np.ndarray:
         role = "document" if getattr(prompt_type, "value", prompt_type) == "document" else "query"
-        return self.embedder.encode(texts_from(inputs), role=role)
+        return self.embedder.encode(texts_from(inputs), role=role, instruction=self.instruction_for(task_metadata,
+                                                                                                   role))
 
 
 def states_encoder(backbone: Backbone, config: EncodeConfig, pooling: str = "last", layer: int = -1,

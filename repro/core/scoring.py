@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 
 def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str] | None,
                       make_embedder: Callable[[], tuple[Embedder, str]], progress: bool = True,
-                      recompute: bool = False, label: str = "", recompute_stale: bool = False) -> pd.DataFrame:
+                      recompute: bool = False, label: str = "", recompute_stale: bool = False,
+                      instructions: dict[str, str] | None = None) -> pd.DataFrame:
     """mteb scores of one trained embedder, stored per task under ``identity`` + suite + task (STS keeps its
     per-pair similarities). ``make_embedder() -> (Embedder, weights digest)`` runs only if a task is missing
     (or, with ``recompute_stale``, always: then every task stored from other weights is recomputed); scores
@@ -30,7 +31,7 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
 
     def load():
         embedder, state["weights"] = make_embedder()
-        state["encoder"] = MtebEncoder(embedder, label or embedder.identity)
+        state["encoder"] = MtebEncoder(embedder, label or embedder.identity, instructions=instructions)
 
     if recompute_stale:
         load()

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from repro.pooling_attention.instructions import INSTRUCTIONS
 from repro.store.lanes import in_lane_order
 from repro.training.budget import under_budget_rule
 from repro.training.cli import add_config_arguments
@@ -54,6 +55,8 @@ def main(argv=None):
     parser.add_argument("--converged", action="store_true",
                         help="train under the declared budget rule (converged_config: mix, cap 600, dev stopping); "
                              "only --backbone, --model and --seed are read from the other options")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also score with Tang & Yang's task instructions before the query-side texts")
     parser.add_argument("--budget-points", action="store_true",
                         help="also score the run's log-spaced budget checkpoints on the small suite")
     parser.add_argument("--recompute-stale", action="store_true",
@@ -61,11 +64,14 @@ def main(argv=None):
                              "(e.g. the weights were lost and retrained on another machine)")
     args = vars(parser.parse_args(argv))
     suite, tasks, stale = args.pop("suite"), args.pop("tasks"), args.pop("recompute_stale")
-    converged, points = args.pop("converged"), args.pop("budget_points")
+    converged, points, instructed = args.pop("converged"), args.pop("budget_points"), args.pop("instructions")
     config = (converged_config(args["backbone"], args["model"], args["seed"]) if converged
               else TrainConfig(**args))
     df = evaluate_trained(config, suite, tasks, recompute_stale=stale)
     print(df.groupby("task")["main_score"].mean().to_string())
+    if instructed:
+        df = evaluate_trained(config, suite, tasks, instructions=("tang-yang", INSTRUCTIONS))
+        print(df.groupby("task")["main_score"].mean().to_string())
     if points:
         curve = evaluate_budget_points(config)
         print(curve.groupby(["budget_step", "task"])["main_score"].mean().unstack(0).to_string())

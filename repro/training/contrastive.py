@@ -142,8 +142,8 @@ def build_model(config: TrainConfig, device: str | None = None) -> EmbeddingMode
 class Collator:
     """Texts -> right-padded ids and mask, with the prompt and prompt-aware truncation of repro.core.encode."""
 
-    def __init__(self, tokenizer, config: TrainConfig):
-        enc = EncodeConfig(prompt=config.prompt, max_length=config.max_length)
+    def __init__(self, tokenizer, config: TrainConfig, instruction: str = ""):
+        enc = EncodeConfig(prompt=config.prompt, max_length=config.max_length, instruction=instruction)
         self.tokenize = Tokenizer(tokenizer, get_prompt(config.prompt), enc)
         self.pad = pad_id(tokenizer)
 
@@ -351,10 +351,16 @@ class TrainedEmbedder(Embedder):
         return f"trained-{self.config.backbone}-model{self.config.model}-{self.digest or 'local'}"
 
     def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
-        if instruction is not None:
-            raise ValueError("trained models are evaluated without task instructions (prompt "
-                             f"'{self.config.prompt}'); instruction-prefixed queries are not supported yet")
-        return embed_texts(self.model, self.collate, texts)
+        """``instruction``: glued before the text (prompt ``instruction``: instruction + text + EOS, Tang &
+        Yang's evaluation); only for models trained with plain text + EOS (prompt ``none``)."""
+        if instruction is None:
+            return embed_texts(self.model, self.collate, texts)
+        if self.config.prompt != "none":
+            raise ValueError(f"task instructions need a model trained with prompt 'none', not '{self.config.prompt}'")
+        if getattr(self, "_instructed", (None, None))[0] != instruction:
+            collate = Collator(self.model.backbone.tokenizer, replace(self.config, prompt="instruction"), instruction)
+            self._instructed = (instruction, collate)
+        return embed_texts(self.model, self._instructed[1], texts)
 
 
 def main(argv=None):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from repro.core.scoring import evaluate_per_task
-from repro.store.fingerprint import weights_digest
+from repro.store.fingerprint import params_hash, weights_digest
 from repro.store.results import all_results
 from repro.store.runs import ensure_trained, train_or_load
 from repro.training.budget import budget_points, evaluations
@@ -31,19 +31,25 @@ def trained_embedder(config: TrainConfig, max_length: int | None = None, progres
 
 
 def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
-                     progress: bool = True, recompute: bool = False, recompute_stale: bool = False) -> pd.DataFrame:
+                     progress: bool = True, recompute: bool = False, recompute_stale: bool = False,
+                     instructions: tuple[str, dict[str, str]] | None = None) -> pd.DataFrame:
     """Scores of the trained model per task (stored per task; trains/loads the model only if needed).
     ``recompute_stale``: recompute the tasks whose stored scores come from other weights than the model at hand
-    (weights lost and retrained: CPU training is not bit-reproducible across machines)."""
+    (weights lost and retrained: CPU training is not bit-reproducible across machines). ``instructions``:
+    (name, {task: instruction}) glued before every query-side text (a separate result key: the name and a
+    hash of the table); column ``instructions`` (the name, or "none")."""
 
     def make_embedder():
         embedder = trained_embedder(config, eval_max_length, progress, refresh_record=recompute_stale)
         return embedder, embedder.digest
 
-    frame = evaluate_per_task(SCORES_EXPERIMENT, {"train": config.identity(), "eval_max_length": eval_max_length},
-                              suite, tasks, make_embedder, progress, recompute, label=f"model {config.model}",
-                              recompute_stale=recompute_stale)
-    return frame.assign(model=config.model)
+    identity = {"train": config.identity(), "eval_max_length": eval_max_length}
+    if instructions is not None:
+        identity["instructions"] = f"{instructions[0]}-{params_hash(instructions[1])}"
+    frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_embedder, progress, recompute,
+                              label=f"model {config.model}", recompute_stale=recompute_stale,
+                              instructions=None if instructions is None else instructions[1])
+    return frame.assign(model=config.model, instructions="none" if instructions is None else instructions[0])
 
 
 def evaluate_budget_points(config: TrainConfig, suite: str = "small", tasks: Sequence[str] | None = None,

@@ -76,8 +76,9 @@ def test_budget_rule_stops_on_a_flat_dev_signal_and_selects_the_earliest_best():
     assert budget.should_stop(falling) and budget.select(falling) == (0, 68)
     assert budget.select(history([1, 5, 5, 3])) == (30, 5)
     assert budget.eval_interval(600) == 30 and budget.eval_interval(100) == 25
-    assert budget.budget_points(240, range(0, 601, 30)) == [30, 60, 120, 240]
-    assert budget.budget_points(60, range(0, 601, 30)) == [30, 60]
+    assert budget.budget_points(270, range(0, 301, 30)) == [30, 60, 120, 240, 270]
+    assert budget.budget_points(0, range(0, 151, 30)) == [30, 60, 120]  # step 0 selected: never a budget point
+    assert budget.budget_points(600, range(0, 601, 30)) == [30, 60, 120, 240, 480, 600]
 
 
 def test_the_declared_mixes_mark_pairs_without_a_hard_negative():

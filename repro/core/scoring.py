@@ -17,6 +17,18 @@ from repro.store.results import encode_array, load_or_compute, load_result
 log = logging.getLogger(__name__)
 
 
+def task_params(identity: dict, suite: str, task: str) -> dict:
+    """The result key of one task's stored score (:func:`evaluate_per_task` stores under it)."""
+    return {**identity, "suite": suite, "caps": describe_suite(suite), "task": task, "data": data_fingerprint(task)}
+
+
+def stored_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str]) -> dict[str, dict]:
+    """The stored per-task records of ``identity`` (missing tasks left out), never computing anything: what a
+    page renders from."""
+    records = {task: load_result(experiment, task_params(identity, suite, task)) for task in check_task_names(tasks)}
+    return {task: record for task, record in records.items() if record is not None}
+
+
 def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str] | None,
                       make_embedder: Callable[[], tuple[Embedder, str]], progress: bool = True,
                       recompute: bool = False, label: str = "", recompute_stale: bool = False,
@@ -38,8 +50,7 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
     digests: set = set()
     frames = []
     for name in tasks:
-        params = {**identity, "suite": suite, "caps": describe_suite(suite), "task": name,
-                  "data": data_fingerprint(name)}
+        params = task_params(identity, suite, name)
 
         def compute(name=name):
             if "encoder" not in state:

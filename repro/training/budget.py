@@ -60,19 +60,19 @@ def select(history: Sequence[dict], signal: str = SIGNAL) -> tuple[int, float]:
     return next((s, v) for s, v in points if v == best)
 
 
-def budget_points(selected: int, evaluated: Sequence[int], count: int = 4) -> list[int]:
-    """``count`` log-spaced training budgets up to the selected (converged) step, each the evaluated step nearest
-    to ``selected / 2**k`` (k = count-1 ... 0), without repeats; step 0 is never a budget point."""
-    candidates = sorted(s for s in evaluated if 0 < s <= selected)
-    if not candidates:
+def budget_points(selected: int, evaluated: Sequence[int]) -> list[int]:
+    """Training budgets to score a run at: the doubling grid of evaluated steps (the first evaluation interval
+    E, 2E, 4E, ... up to the last evaluated step, so every run of the same cap shares them: models are compared
+    at the same budget) plus the dev-selected step (the converged budget). Step 0 is never a budget point."""
+    steps = sorted(s for s in evaluated if s > 0)
+    if not steps:
         return []
-    points = []
-    for k in range(count - 1, -1, -1):
-        target = selected / 2 ** k
-        nearest = min(candidates, key=lambda s: (abs(math.log(s / target)), s))
-        if nearest not in points:
-            points.append(nearest)
-    return sorted(points)
+    grid, step = [], steps[0]
+    while step <= steps[-1]:
+        if step in steps:
+            grid.append(step)
+        step *= 2
+    return sorted(set(grid) | ({selected} if selected > 0 else set()))
 
 
 def under_budget_rule(config, cap: int = 600):

@@ -53,16 +53,17 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
 
 
 def evaluate_budget_points(config: TrainConfig, suite: str = "small", tasks: Sequence[str] | None = None,
-                           count: int = 4, eval_max_length: int = 512, progress: bool = True) -> pd.DataFrame:
-    """Scores at ``count`` log-spaced training budgets up to the dev-selected step of a run under the budget
-    rule (the weights snapshot of each evaluated step, one constant-learning-rate run), stored per task under the
-    run's identity + ``budget_step``; column ``budget_step``. The snapshots live in the run folder (not committed):
-    score a run's budget points in the session that trains it."""
+                           eval_max_length: int = 512, progress: bool = True) -> pd.DataFrame:
+    """Scores at log-spaced training budgets of a run under the budget rule (:func:`repro.training.budget.
+    budget_points`: the doubling grid of evaluated steps and the dev-selected step; the weights snapshot of each,
+    one constant-learning-rate run), stored per task under the run's identity + ``budget_step``; column
+    ``budget_step``. The snapshots live in the run folder (not committed): score a run's budget points in the
+    session that trains it."""
     if config.stopping != "dev":
         raise ValueError("budget points need a run under the budget rule (stopping='dev')")
     folder, _ = ensure_trained(run_spec(config, progress))
     summary = json.loads((folder / "summary.json").read_text())
-    steps = budget_points(summary["selected_step"], [s for s, _ in evaluations(summary["history"])], count)
+    steps = budget_points(summary["selected_step"], [s for s, _ in evaluations(summary["history"])])
     frames = []
     for step in steps:
         def make_embedder(step=step):

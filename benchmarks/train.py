@@ -31,7 +31,7 @@ import torch
 
 from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.model import TextIds, build_autoreg
-from repro.autoregembed.objectives import STRATEGY_TERMS, align_batch, reference_terms, sources_of
+from repro.autoregembed.objectives import STRATEGY_TERMS, align_batch, reference_terms, sources_of, stack_rows
 from repro.core.encode import EncodeConfig, encode
 from repro.training.contrastive import Collator, TrainConfig, batch_embeddings, build_model, info_nce
 from repro.training.data import batch_indices, split_triplets
@@ -88,10 +88,11 @@ def encode_seconds(backbone, texts: list[str], max_length: int, repeats: int) ->
     return min(timed(lambda: encode(backbone, texts, config, cache=False, progress=False)) for _ in range(repeats))
 
 
-def measure_autoreg(rows: list[list[dict]], repeats: int) -> dict:
+def measure_autoreg(rows: list[list[dict]], repeats: int, fused: bool = False) -> dict:
     """Seconds of AutoRegEmbed stage-2 steps and of each pass they need, forward only, on the same batches
-    (a fresh stage-1 model: the cost does not depend on its weights; reference scores are zeros)."""
-    config = AlignConfig()
+    (a fresh stage-1 model: the cost does not depend on its weights; reference scores are zeros). ``fused``:
+    one encoder and one decoder call per step."""
+    config = AlignConfig(fused=fused)
     model = build_autoreg(config)
     texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr)
@@ -116,6 +117,17 @@ def measure_autoreg(rows: list[list[dict]], repeats: int) -> dict:
         with torch.no_grad():
             for batch in batches:
                 start = time.perf_counter()
+                if fused:
+                    sources = sources_of(config.strategy)
+                    n = batch["inputs"][sources[0]][0].shape[0]
+                    stacked = model.memory(*stack_rows([batch["inputs"][s] for s in sources], batch["pad"]))
+                    memories = {s: stacked[i * n:(i + 1) * n] for i, s in enumerate(sources)}
+                    passes["encoder"] = passes.get("encoder", 0.0) + time.perf_counter() - start
+                    start = time.perf_counter()
+                    ids, mask = stack_rows([batch["targets"][t] for t, _ in terms], batch["pad"])
+                    model.target_log_probs(torch.cat([memories[s] for _, s in terms]), ids, mask)
+                    passes["decoder"] = passes.get("decoder", 0.0) + time.perf_counter() - start
+                    continue
                 memories = {s: model.memory(*batch["inputs"][s]) for s in sources_of(config.strategy)}
                 passes["encoder"] = passes.get("encoder", 0.0) + time.perf_counter() - start
                 for target, source in terms:
@@ -174,21 +186,26 @@ def main(argv=None):
         triplets, _ = split_triplets(TrainConfig(backbone=args.backbone))
         rows = [[triplets[i] for i in batch_indices(len(triplets), args.batch_size, step, 0)]
                 for step in range(args.batches)]
-        m = measure_autoreg(rows, args.repeats)
-        n_batches = len(rows)
-        tokens = m["encoder_tokens"] + m["target_tokens"] + m["k"] * m["batch"] * m["n_decoder"] * n_batches
-        encoded = encode_seconds(m["backbone"], m["texts"], args.max_length, args.repeats)
-        encode_rate = sum(len(m["backbone"].tokenizer(t).input_ids) for t in m["texts"]) / encoded
-        passes = m["n_encoder"] + m["n_decoder"]
-        equivalents = m["train"] * encode_rate / tokens
-        print(f"AutoRegEmbed stage 2 (strategy 0, full fine-tuning, batch {m['batch']}, k {m['k']}): "
-              f"{m['n_encoder']} encoder + {m['n_decoder']} decoder passes per step, {tokens} tokens in "
-              f"{n_batches} steps")
-        print(f"  step {m['train'] / n_batches:.2f} s | forward only {m['forward'] / n_batches:.2f} s "
-              f"(encoder passes {m['passes']['encoder'] / n_batches:.2f} s, decoder passes "
-              f"{m['passes']['decoder'] / n_batches:.2f} s) | step / forward-only {m['train'] / m['forward']:.2f}")
-        print(f"  training {tokens / m['train']:.1f} tok/s | encode {encode_rate:.1f} tok/s | step = "
-              f"{equivalents:.2f} encoder-forward-equivalents = {equivalents / passes:.2f} per pass")
+        encode_rate = None
+        for fused in (False, True):
+            m = measure_autoreg(rows, args.repeats, fused)
+            n_batches = len(rows)
+            tokens = m["encoder_tokens"] + m["target_tokens"] + m["k"] * m["batch"] * m["n_decoder"] * n_batches
+            if encode_rate is None:
+                encoded = encode_seconds(m["backbone"], m["texts"], args.max_length, args.repeats)
+                encode_rate = sum(len(m["backbone"].tokenizer(t).input_ids) for t in m["texts"]) / encoded
+            passes = m["n_encoder"] + m["n_decoder"]
+            equivalents = m["train"] * encode_rate / tokens
+            print(f"AutoRegEmbed stage 2, {'fused: one encoder + one decoder call' if fused else 'one call per pass'}"
+                  f" (strategy 0, full fine-tuning, batch {m['batch']}, k {m['k']}): {m['n_encoder']} encoder + "
+                  f"{m['n_decoder']} decoder passes per step, {tokens} tokens in {n_batches} steps")
+            print(f"  step {m['train'] / n_batches:.2f} s | forward only {m['forward'] / n_batches:.2f} s "
+                  f"(encoder passes {m['passes']['encoder'] / n_batches:.2f} s, decoder passes "
+                  f"{m['passes']['decoder'] / n_batches:.2f} s) | step / forward-only "
+                  f"{m['train'] / m['forward']:.2f}")
+            print(f"  training {tokens / m['train']:.1f} tok/s | encode {encode_rate:.1f} tok/s | step = "
+                  f"{equivalents:.2f} encoder-forward-equivalents = {equivalents / passes:.2f} per pass")
+            del m
 
 
 if __name__ == "__main__":

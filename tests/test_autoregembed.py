@@ -432,3 +432,29 @@ def test_stage1_can_autoencode_wikipedia_paragraphs(tiny_dir, tmp_path):
     assert run["examples_seen"] == config.batch_size and run["history"][0]["validation_loss"] > 0
     model, loaded = load_encoder(tmp_path / "c" / "final")
     assert loaded == config and loaded.data == "autoencode"
+
+
+@pytest.mark.parametrize("divergence", ["logprob", "js"])
+@pytest.mark.parametrize("strategy", [0, 4])
+def test_fused_passes_give_the_same_loss_and_gradients(tiny_dir, divergence, strategy):
+    from repro.autoregembed.model import TextIds, build_autoreg
+    from repro.autoregembed.objectives import align_batch, reference_terms
+
+    rows = [{"query": "A man is playing a guitar.", "positive": "A man plays.", "negative": "The cat sat."},
+            {"query": "Rain is expected tomorrow in the north.", "positive": "Rain tomorrow.",
+             "negative": "Stock markets fell sharply on Monday."}]
+    results = []
+    for fused in (False, True):
+        config = _align(tiny_dir, _compress(tiny_dir), strategy=strategy, divergence=divergence, fused=fused)
+        model = build_autoreg(config)
+        texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+        batch = align_batch(texts, rows, config, "cpu")
+        batch["reference"] = {term: torch.tensor([-3.0, -4.0]) for term in reference_terms(strategy)}
+        loss = model(batch)
+        loss.backward()
+        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (plain, g1), (fused_loss, g2) = results
+    torch.testing.assert_close(fused_loss, plain, atol=1e-5, rtol=1e-5)
+    assert g1.keys() == g2.keys() and g1
+    for name in g1:
+        torch.testing.assert_close(g2[name], g1[name], atol=1e-5, rtol=1e-4, msg=name)

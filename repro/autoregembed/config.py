@@ -86,6 +86,9 @@ class AlignConfig(StageConfig):
     strategy: int = 0  # 0 = the paper's loss; 1..4 = the appendix's alternatives
     anchor_weight: float = 0.5  # strategy 2: weight of the d+ anchor (1 - weight on the q anchor)
     instruction: str = NEXT_INSTRUCTION
+    fused: bool = False  # True: one encoder and one decoder call per step (objectives.alignment_log_probs)
+
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused",)
 
     def __post_init__(self):
         if isinstance(self.compress, dict):

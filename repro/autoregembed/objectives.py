@@ -102,21 +102,55 @@ def alignment_loss_from_scores(s1: torch.Tensor, s2: list[torch.Tensor], tempera
     return (torch.logsumexp(logits, dim=1) - logits[:, 0]).mean()
 
 
+def stack_rows(pairs: list[tuple[torch.Tensor, torch.Tensor]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ``(ids, mask)`` batches stacked into one, padded to the widest."""
+    width = max(ids.shape[1] for ids, _ in pairs)
+    ids = torch.cat([F.pad(i, (0, width - i.shape[1]), value=pad) for i, _ in pairs])
+    mask = torch.cat([F.pad(m, (0, width - m.shape[1]), value=0) for _, m in pairs])
+    return ids, mask
+
+
+def alignment_log_probs(model: AutoRegModel, batch: dict, terms: list[tuple[str, str]], full: bool,
+                        fused: bool) -> tuple[dict, dict]:
+    """Summed log p(target | memory of source) per row for every (target, source) term, and (``full``) the
+    next-token log-distributions. ``fused``: ONE encoder call for every source and ONE decoder call for every
+    term (rows stacked, right padding: the same values within float tolerance, tested); otherwise one call
+    per source and per term."""
+    sources = sorted({s for _, s in terms})
+    n = batch["inputs"][sources[0]][0].shape[0]
+    if fused:
+        stacked = model.memory(*stack_rows([batch["inputs"][s] for s in sources], batch["pad"]))
+        memories = {s: stacked[i * n:(i + 1) * n] for i, s in enumerate(sources)}
+        ids, mask = stack_rows([batch["targets"][t] for t, _ in terms], batch["pad"])
+        out = model.target_log_probs(torch.cat([memories[s] for _, s in terms]), ids, mask, full=full)
+        parts = {term: out[i * n:(i + 1) * n] for i, term in enumerate(terms)}
+        if not full:
+            return parts, {}
+        lp = {term: (parts[term].gather(-1, ids[i * n:(i + 1) * n].unsqueeze(-1)).squeeze(-1)
+                     * mask[i * n:(i + 1) * n]).sum(1) for i, term in enumerate(terms)}
+        return lp, {term: (parts[term], mask[i * n:(i + 1) * n]) for i, term in enumerate(terms)}
+    memories = {s: model.memory(*batch["inputs"][s]) for s in sources}
+    lp, dists = {}, {}
+    for target, source in terms:
+        ids, mask = batch["targets"][target]
+        if not full:
+            lp[(target, source)] = model.target_log_probs(memories[source], ids, mask)
+        else:
+            log_probs = model.target_log_probs(memories[source], ids, mask, full=True)
+            lp[(target, source)] = (log_probs.gather(-1, ids.unsqueeze(-1)).squeeze(-1) * mask).sum(1)
+            dists[(target, source)] = (log_probs, mask)
+    return lp, dists
+
+
 def alignment_loss(model: AutoRegModel, batch: dict) -> torch.Tensor:
     """Stage 2 on this process's triplets (see :func:`alignment_scores`)."""
     config: AlignConfig = batch["config"]
-    memories = {s: model.memory(*batch["inputs"][s]) for s in batch["sources"]}
-    lp, full = {}, {}
-    for target, source in STRATEGY_TERMS[config.strategy]:
-        ids, mask = batch["targets"][target]
-        if config.divergence == "logprob":
-            lp[(target, source)] = model.target_log_probs(memories[source], ids, mask)
-        else:
-            full[(target, source)] = model.target_log_probs(memories[source], ids, mask, full=True)
-            lp[(target, source)] = (full[(target, source)].gather(-1, ids.unsqueeze(-1)).squeeze(-1) * mask).sum(1)
+    lp, dists = alignment_log_probs(model, batch, STRATEGY_TERMS[config.strategy], config.divergence != "logprob",
+                                    getattr(config, "fused", False))
 
     def dist(target, a, b):
-        return divergence(full[(target, a)], full[(target, b)], batch["targets"][target][1], config.divergence)
+        (p_log, mask), (q_log, _) = dists[(target, a)], dists[(target, b)]
+        return divergence(p_log, q_log, mask, config.divergence)
 
     s1, s2 = alignment_scores(lp, batch["reference"], config, dist)
     return alignment_loss_from_scores(s1, s2, config.temperature)
@@ -142,7 +176,7 @@ def align_batch(texts: TextIds, rows: list[dict], config: AlignConfig, device) -
                for t in targets_needed}
     tokens = sum(int(m.sum()) for _, m in inputs.values()) + sum(int(m.sum()) for _, m in targets.values())
     return {"objective": "align", "config": config, "sources": sources, "inputs": inputs, "targets": targets,
-            "tokens": tokens}
+            "tokens": tokens, "pad": texts.pad}
 
 
 @torch.no_grad()

@@ -458,3 +458,24 @@ def test_fused_passes_give_the_same_loss_and_gradients(tiny_dir, divergence, str
     assert g1.keys() == g2.keys() and g1
     for name in g1:
         torch.testing.assert_close(g2[name], g1[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_the_official_quote_and_inference_template_are_available_as_declared_settings(tiny_dir):
+    from repro.autoregembed.config import OFFICIAL_INSTRUCTION
+    from repro.autoregembed.model import TextIds
+    from repro.core.prompts import PROMPTS
+
+    assert OFFICIAL_INSTRUCTION.endswith("\u201c") and PROMPTS["autoregembed-passage-official"].template.endswith("\u201c")
+    assert "autoregembed-query" not in PROMPTS  # the unused prompt that claimed to be official is gone
+    earlier = _align(tiny_dir, _compress(tiny_dir))
+    official = _align(tiny_dir, _compress(tiny_dir), instruction=OFFICIAL_INSTRUCTION, inference_newline=False,
+                      passage_prompt="autoregembed-passage-official")
+    from repro.store.identity import config_identity
+
+    assert "inference_newline" not in config_identity(earlier) and config_identity(official)["inference_newline"] is False
+    with pytest.raises(ValueError, match="unknown prompt"):
+        _align(tiny_dir, _compress(tiny_dir), passage_prompt="nope")
+    texts = TextIds(tiny_backbone("llama").tokenizer, 64, 32)
+    with_newline = texts.encoder("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION)
+    without = texts.encoder("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION, newline=False)
+    assert with_newline == without + texts.newline

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from repro.core.prompts import get_prompt
 from repro.training.loop import LoopSettings
 
 INSTRUCTION_FILES = (
@@ -21,7 +22,9 @@ FINETUNE = ("full", "lora")
 SQUASH = ("sigmoid", "tanh", "logsigmoid")
 DIVERGENCE = ("logprob", "kl", "js")
 REFERENCE_SIGN = ("paper", "code")
-NEXT_INSTRUCTION = 'This sentence means in one word: "'  # the paper's I_next = I_self for symmetric tasks
+NEXT_INSTRUCTION = 'This sentence means in one word: "'  # the paper's I_next = I_self (the book's earlier runs)
+# the official code's instruction (training and inference) ends with a curly opening quote, U+201C
+OFFICIAL_INSTRUCTION = "This sentence means in one word: \u201c"
 QUERY_PROMPT = "autoregembed-instruction"  # "{text}\n{instruction}" (+ the encoder's newline)
 PASSAGE_PROMPT = "autoregembed-passage"  # retrieval documents at inference
 
@@ -87,8 +90,12 @@ class AlignConfig(StageConfig):
     anchor_weight: float = 0.5  # strategy 2: weight of the d+ anchor (1 - weight on the q anchor)
     instruction: str = NEXT_INSTRUCTION
     fused: bool = False  # True: one encoder and one decoder call per step (objectives.alignment_log_probs)
+    # inference as the official evaluation: "{text}\n{instruction}" WITHOUT the trailing newline training appends
+    # before the compression tokens (False), and its passage prompt for retrieval documents
+    inference_newline: bool = True
+    passage_prompt: str = PASSAGE_PROMPT
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused",)
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt")
 
     def __post_init__(self):
         if isinstance(self.compress, dict):
@@ -101,6 +108,7 @@ class AlignConfig(StageConfig):
                                      f"{getattr(self.compress, name)!r}")
         if self.data not in ALIGN_DATA:
             raise ValueError(f"unknown alignment data '{self.data}'; valid: {', '.join(ALIGN_DATA)}")
+        get_prompt(self.passage_prompt)
         for name, valid in (("squash", SQUASH), ("divergence", DIVERGENCE), ("reference_sign", REFERENCE_SIGN)):
             if getattr(self, name) not in valid:
                 raise ValueError(f"unknown {name} '{getattr(self, name)}'; valid: {', '.join(valid)}")

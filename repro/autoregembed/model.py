@@ -32,14 +32,15 @@ class TextIds:
         self.pad = pad_id(tokenizer)
         self._tokenizers: dict[str, Tokenizer] = {}
 
-    def encoder(self, text: str, prompt: str = "none-noeos", instruction: str = "") -> list[int]:
-        """Token ids of ``prompt`` rendered with ``text`` (and ``instruction``), then a newline."""
+    def encoder(self, text: str, prompt: str = "none-noeos", instruction: str = "", newline: bool = True) -> list[int]:
+        """Token ids of ``prompt`` rendered with ``text`` (and ``instruction``), then a newline (training; the
+        official inference leaves it out: ``newline=False``)."""
         key = f"{prompt}\0{instruction}"
         if key not in self._tokenizers:
             config = EncodeConfig(prompt=prompt, max_length=self.max_length - len(self.newline),
                                   truncation="head_tail", instruction=instruction)
             self._tokenizers[key] = Tokenizer(self.tok, get_prompt(prompt), config)
-        return self._tokenizers[key](text).ids + self.newline
+        return self._tokenizers[key](text).ids + (self.newline if newline else [])
 
     def target(self, text: str) -> list[int]:
         if not isinstance(text, str):
@@ -146,12 +147,14 @@ def build_autoreg(config, device: str | None = None) -> AutoRegModel:
 
 
 def embed_texts(model: AutoRegModel, texts: TextIds, items: list[str], prompt: str = QUERY_PROMPT,
-                instruction: str = NEXT_INSTRUCTION, batch_tokens: int = 4096, max_batch: int = 64) -> np.ndarray:
-    """Inference embeddings of ``items`` rendered with ``prompt`` (length-sorted batches, no gradients)."""
+                instruction: str = NEXT_INSTRUCTION, batch_tokens: int = 4096, max_batch: int = 64,
+                newline: bool = True) -> np.ndarray:
+    """Inference embeddings of ``items`` rendered with ``prompt`` (length-sorted batches, no gradients;
+    ``newline``: the training-time newline before the compression tokens)."""
     dim = model.backbone.hidden_size
     if not items:
         return np.zeros((0, dim), dtype=np.float32)
-    ids = [texts.encoder(t, prompt, instruction) for t in items]
+    ids = [texts.encoder(t, prompt, instruction, newline) for t in items]
     order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
     out = np.zeros((len(ids), dim), dtype=np.float32)
     was = model.training
@@ -172,8 +175,10 @@ class AutoRegEmbedder(Embedder):
     config's next-token instruction); retrieval documents (``role="document"``) with the passage prompt."""
 
     def __init__(self, model: AutoRegModel, max_length: int, target_max_length: int,
-                 instruction: str = NEXT_INSTRUCTION, label: str = "autoregembed", digest: str = ""):
+                 instruction: str = NEXT_INSTRUCTION, label: str = "autoregembed", digest: str = "",
+                 newline: bool = True, passage_prompt: str = PASSAGE_PROMPT):
         self.model, self.instruction, self.label, self.digest = model, instruction, label, digest
+        self.newline, self.passage_prompt = newline, passage_prompt
         self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length)
 
     @property
@@ -186,5 +191,6 @@ class AutoRegEmbedder(Embedder):
 
     def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
         if role == "document":
-            return embed_texts(self.model, self.texts, texts, PASSAGE_PROMPT)
-        return embed_texts(self.model, self.texts, texts, QUERY_PROMPT, instruction or self.instruction)
+            return embed_texts(self.model, self.texts, texts, self.passage_prompt, newline=self.newline)
+        return embed_texts(self.model, self.texts, texts, QUERY_PROMPT, instruction or self.instruction,
+                           newline=self.newline)

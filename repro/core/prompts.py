@@ -48,14 +48,16 @@ PROMPTS: dict[str, Prompt] = {
                append_eos=True, mean_from_copy=1,
                source="Echo embeddings (Springer et al. 2024), as in EmbedFilter's code: mean over the "
                       "second copy plus EOS"),
-        Prompt("autoregembed-query", '{text}\nThis sentence means in one word: "',
-               source="AutoRegEmbed official code: symmetric / query prompt"),
         Prompt("autoregembed-instruction", "{text}\n{instruction}",
                source="AutoRegEmbed: [bos] text \\n instruction \\n (the encoder appends the newline and the "
                       "compression tokens)"),
         Prompt("autoregembed-passage",
                'Passage: "{text}". Use one word to represent the passage in a retrieval task. The word is: "',
-               source="AutoRegEmbed official code: retrieval document prompt"),
+               source="AutoRegEmbed's retrieval document prompt with a straight closing quote (the book's earlier runs)"),
+        Prompt("autoregembed-passage-official",
+               'Passage: "{text}". Use one word to represent the passage in a retrieval task. The word is: \u201c',
+               source="AutoRegEmbed official code (eval/eval_autoregembed.py): retrieval document prompt, ending "
+                      "with a curly opening quote (U+201C)"),
     )
 }
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from repro.autoregembed.config import NEXT_INSTRUCTION, AlignConfig, CompressConfig, stage_of
+from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, AlignConfig, CompressConfig, stage_of
 from repro.autoregembed.model import AutoRegEmbedder
 from repro.autoregembed.train import run_spec
 from repro.core.scoring import evaluate_per_task
@@ -25,7 +25,8 @@ def autoreg_embedder(config: CompressConfig | AlignConfig, max_length: int = 512
     model, _ = train_or_load(run_spec(config, progress))
     return AutoRegEmbedder(model, max_length, config.target_max_length,
                            getattr(config, "instruction", NEXT_INSTRUCTION), label=f"autoregembed-{stage_of(config)}",
-                           digest=weights_digest(model))
+                           digest=weights_digest(model), newline=getattr(config, "inference_newline", True),
+                           passage_prompt=getattr(config, "passage_prompt", PASSAGE_PROMPT))
 
 
 def evaluate_autoreg(config: CompressConfig | AlignConfig, suite: str = "compact",

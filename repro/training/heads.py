@@ -5,10 +5,14 @@ on keys/values, no mask besides padding) to a set of input states; a learned per
 "layer weight matrix", an embedding indexed by layer) is added to each layer's state; a GEGLU feed-forward
 (d -> 8d -> GEGLU -> 4d -> d) with residuals; output = mean over latents, L2-normalised.
 
-The official head uses 768 latents and 32 heads at d = 4096 (~1.3 B parameters with its feed-forward),
-which would dwarf a 135M backbone. Here the structure is the same and the size is a parameter: by
-default 32 latents and 8 heads, the official GEGLU widths; at d = 576 (SmolLM2) that is ~5.3 M
-parameters, 4% of the backbone (:func:`head_parameters` reports it).
+The official head (``PerceiverResampler`` in yixuantt/PoolingAndAttn) uses 768 latents at d = 4096 and a
+cross-attention of 32 heads x 2,048 dims per head (inner width 65,536 = 16 d): its attention projections hold
+about 1.07 B of the head's ~1.28 B parameters, the GEGLU feed-forward about 0.2 B. Its latents and layer
+embedding are initialised N(0, 1), and model 4's official head does not mask padding tokens. Here the structure
+is the same and the size is a parameter: by default 32 latents and ``nn.MultiheadAttention(d, 8)`` (inner width
+d), the official GEGLU widths, latents initialised N(0, 1/d) and the layer embedding at 0 (the head starts on the
+plain states), padding masked; at d = 576 (SmolLM2) that is ~5.3 M parameters, 4% of the backbone
+(:func:`head_parameters` reports it). The pages state these deviations next to the results.
 
 What the head sees is the model's *input spec* (Tang & Yang's Table 1):
 

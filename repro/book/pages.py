@@ -51,6 +51,12 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                      "batch_size": 16, "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300,
                      "suite": "compact", "tasks": None, "seed": 0},
     },
+    "p1_converged": {
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 5], "seeds": [0],
+                  "suite": "smoke", "budget_suite": "smoke", "curve_pairs": [[1, 5]]},
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5],
+                     "seeds": [0, 1, 2], "suite": "compact", "budget_suite": "small", "curve_pairs": [[1, 5], [4, 5]]},
+    },
     "p1_robustness": {
         # the smoke profile reuses p1_tables' smoke models (the mechanics, not a second backbone)
         "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "reference_backbone": "smollm2-135m",

@@ -67,6 +67,21 @@ def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEE
     return frame, records
 
 
+def earlier_scores(backbone: str, models: Sequence, suite: str = "compact", tasks: Sequence[str] | None = None,
+                   **earlier) -> pd.DataFrame:
+    """Stored per-task scores of the earlier fixed-budget runs (TrainConfig fields ``earlier``, e.g. 150 steps of
+    SNLI at a linearly decaying lr), as a frame (model, seed 0, task, category, score x100); read only."""
+    tasks = list(TASKS) if tasks is None else list(tasks)
+    frames = []
+    for model in models:
+        config = TrainConfig(backbone=backbone, model=model, **earlier)
+        found = stored_per_task(SCORES_EXPERIMENT, _identity(config), suite, tasks)
+        if found:
+            frames.append(_frame(found, model=model, seed=config.seed))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["model", "seed", "task", "category", "score"])
+
+
 def run_table(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS) -> pd.DataFrame:
     """Each stored converged run's budget: where it stopped, the dev-selected step, examples and tokens seen up
     to it, CPU hours, and the dev signal (STS-B dev Spearman x100) at step 0 and at the selected step."""

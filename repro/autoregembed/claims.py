@@ -16,6 +16,7 @@ from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.ablations import LABELS, grid_cells, grid_label
 from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.core.comparison import claims_table
+from repro.core.tasks import STS7_TASKS
 
 FULL_VARIANT = LABELS["full"]
 TABLE_ORDER = ["last token", "mean", "PromptEOL", "last token, in-batch", "last token, in-batch + hard negative",
@@ -43,6 +44,8 @@ def headline_table(wide: pd.DataFrame) -> pd.DataFrame:
         if len(part):
             table[f"{category} average"] = part[order].mean()
             table[f"{category} tasks"] = part[order].notna().sum()
+            if category == "STS" and set(STS7_TASKS) <= set(part.index):
+                table["STS average (7 SentEval sets)"] = part.loc[STS7_TASKS, order].mean()
     return table
 
 

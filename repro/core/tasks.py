@@ -121,6 +121,8 @@ TASKS: dict[str, TaskSource] = {
 }
 
 STS_TASKS = [n for n, t in TASKS.items() if t.category == "STS"]
+# the SentEval seven STS sets many papers average (GenEOL, PromptEOL, AutoRegEmbed's 7-set comparison)
+STS7_TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICK-R"]
 
 
 def _unknown(kind: str, name: str, valid) -> ValueError:

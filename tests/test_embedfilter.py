@@ -83,3 +83,19 @@ def test_best_variant_verdicts_follow_the_wilcoxon_tests():
     raw_tests = ef_claims.tests_against_raw(clear, ["edge/2", "head/2"])
     assert list(raw_tests["verdict"]) == ["significant: edge/2 better", "significant: raw better"]
     assert "mean difference vs raw" in raw_tests
+
+
+def test_the_official_protocol_normalises_clustering_and_pair_classification_and_reports_cosine_ap():
+    tasks = ["TwitterURLCorpus", "TwentyNewsgroupsClustering", "STSBenchmark"]
+    mteb_way = ef.embedfilter("smollm2-135m", "smoke", "prompteol", tasks, ["raw", "edge/2"], progress=False)
+    official = ef.embedfilter("smollm2-135m", "smoke", "prompteol", tasks, ["raw", "edge/2"], progress=False,
+                              protocol="official")
+    pair = official[official.task == "TwitterURLCorpus"]
+    assert (pair["main_score"] == pair["cosine_ap"]).all() and (pair["mteb_main_score"] >= pair["cosine_ap"]).all()
+    keys = {r["params"]["task"]: r["params"].get("protocol") for r in all_results(ef.EXPERIMENT)
+            if r["params"].get("protocol")}
+    assert keys == {"TwitterURLCorpus": "official", "TwentyNewsgroupsClustering": "official"}  # STS keeps its key
+    sts = [m[m.task == "STSBenchmark"].set_index("variant")["main_score"] for m in (mteb_way, official)]
+    assert (sts[0] == sts[1]).all()
+    with pytest.raises(ValueError, match="unknown protocol"):
+        ef.embedfilter("smollm2-135m", "smoke", "prompteol", tasks, ["raw"], protocol="paper")

@@ -121,6 +121,7 @@ def tidy(result) -> pd.DataFrame:
                     "subset": scores.get("hf_subset"),
                     "main_score": float(scores["main_score"]) if scores.get("main_score") is not None else np.nan,
                     "evaluation_time": task_result.evaluation_time,
+                    **({"cosine_ap": float(scores["cosine_ap"])} if scores.get("cosine_ap") is not None else {}),
                 })
     return pd.DataFrame(rows)
 

@@ -212,3 +212,21 @@ def sweep_variants(ratios: Sequence[int] = RATIOS, ablation_ratio: int = 2) -> l
     names = ["raw"] + [f"edge/{r}" for r in ratios]
     names += [f"{kind}/{ablation_ratio}" for kind in FILTER_TYPES + BASELINES if kind != "edge"]
     return list(dict.fromkeys(names))
+
+
+@dataclass
+class Normalized:
+    """``map`` (or the identity, for raw states) followed by L2 normalisation of each row: the official
+    EmbedFilter evaluation normalises embeddings for every task but classification."""
+
+    inner: LinearMap | None
+    width: int
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims if self.inner is not None else self.width
+
+    def __call__(self, states: np.ndarray) -> np.ndarray:
+        out = np.asarray(states if self.inner is None else self.inner(states), dtype=np.float32)
+        norms = np.linalg.norm(out, axis=-1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)

@@ -24,10 +24,16 @@ from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
 from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
-from repro.embedfilter.filters import make_filter, parse_variant, sweep_variants, unembedding_spectrum
+from repro.embedfilter.filters import Normalized, make_filter, parse_variant, sweep_variants, unembedding_spectrum
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "embedfilter"
+# "mteb": raw embeddings into mteb's evaluators, its main scores (the book's earlier sweeps); "official": as the
+# official EmbedFilter evaluation, L2-normalised embeddings for clustering and pair classification (k-means and the
+# distance-based pair scores change; STS and retrieval use cosine, classification is left as is) and cosine AP as
+# the pair-classification score. Only those two categories get another result key.
+PROTOCOLS = ("mteb", "official")
+NORMALISED_CATEGORIES = ("Clustering", "PairClassification")
 PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
 
 log = logging.getLogger(__name__)
@@ -65,7 +71,10 @@ def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: i
 
 def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants: Sequence[str] | None = None,
                      seed: int = 0, whiten_sentences: int = 2000, recompute: bool = False,
-                     progress: bool = True) -> dict:
+                     progress: bool = True, protocol: str = "mteb") -> dict:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol '{protocol}'; valid: {', '.join(PROTOCOLS)}")
+    official = protocol == "official" and TASKS[task_name].category in NORMALISED_CATEGORIES
     config = encode_config(backbone, prompt)
     variants = list(variants or sweep_variants())
     params = {"backbone": backbone.name, "revision": backbone.revision, "attention": backbone.attention,
@@ -73,10 +82,14 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
               "encode": config.__dict__ | {"poolings": list(config.poolings), "layers": list(config.layers)},
               "variants": variants, "seed": seed, "whiten_sentences": whiten_sentences,
               "data": data_fingerprint(task_name)}
+    if official:
+        params["protocol"] = "official"
 
     def compute():
         start = time.perf_counter()
         maps = filters_for(backbone, config, variants, seed, whiten_sentences, progress)
+        if official:
+            maps = {name: Normalized(fmap, backbone.hidden_size) for name, fmap in maps.items()}
         build_seconds = time.perf_counter() - start
         pooling = config.poolings[0]
         encoders = [({"variant": name, "dims": fmap.dims if fmap is not None else backbone.hidden_size},
@@ -86,6 +99,8 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
         sims: dict = {}
         rows = evaluate_encoders([offline_task(task_name, suite)], encoders, progress=progress,
                                  pair_similarities=sims, desc=prompt)
+        if official and "cosine_ap" in rows:
+            rows = rows.assign(mteb_main_score=rows["main_score"], main_score=rows["cosine_ap"])
         timings = {"task_seconds": time.perf_counter() - start, "filter_build_seconds": build_seconds,
                    "tokens_upper_bound": count_tokens(backbone, task_texts(task_name, suite), config)}
         extra = {"matches_mteb": TASKS[task_name].matches_mteb}
@@ -98,8 +113,11 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
 
 def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", prompt: str = "prompteol",
                 tasks: Sequence[str] | None = None, variants: Sequence[str] | None = None, seed: int = 0,
-                whiten_sentences: int = 2000, recompute: bool = False, progress: bool = True) -> pd.DataFrame:
-    """Scores per (task, variant) for one backbone and prompt."""
+                whiten_sentences: int = 2000, recompute: bool = False, progress: bool = True,
+                protocol: str = "mteb") -> pd.DataFrame:
+    """Scores per (task, variant) for one backbone and prompt (``protocol``: see :data:`PROTOCOLS`)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol '{protocol}'; valid: {', '.join(PROTOCOLS)}")
     suite_caps(suite)
     tasks = check_task_names(tasks)
     for v in variants or []:
@@ -108,9 +126,10 @@ def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", pro
     encode_config(backbone, prompt)
     frames = []
     for name in tasks:
-        record = embedfilter_task(backbone, name, suite, prompt, variants, seed, whiten_sentences, recompute, progress)
+        record = embedfilter_task(backbone, name, suite, prompt, variants, seed, whiten_sentences, recompute, progress,
+                                  protocol)
         frame = pd.DataFrame(record["rows"])
-        frame["backbone"], frame["prompt"] = backbone_name, prompt
+        frame["backbone"], frame["prompt"], frame["protocol"] = backbone_name, prompt, protocol
         frames.append(frame)
         if progress:
             log.info("%s %s %s: done (%.0f s)", backbone_name, prompt, name, record["timings"]["task_seconds"])
@@ -178,9 +197,11 @@ def main(argv=None):
     parser.add_argument("--variants", nargs="*", help="default: raw, edge/1,2,4,8 and every type/baseline at 2")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--recompute", action="store_true")
+    parser.add_argument("--protocol", default="mteb", choices=PROTOCOLS,
+                        help="official: L2-normalised embeddings for clustering and pair classification, cosine AP")
     args = parser.parse_args(argv)
     df = embedfilter(args.backbone, args.suite, args.prompt, args.tasks, args.variants, args.seed,
-                     recompute=args.recompute)
+                     recompute=args.recompute, protocol=args.protocol)
     print(df.groupby("variant")["main_score"].mean().sort_values().to_string())
 
 

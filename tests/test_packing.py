@@ -67,13 +67,15 @@ def test_budget_rule_stops_on_a_flat_dev_signal_and_selects_the_earliest_best():
     def history(values, every=30):
         return [{"step": i * every, "validation_sts": v} for i, v in enumerate(values)]
 
-    rising = history([10, 30, 40, 45, 50, 55])
-    assert not budget.should_stop(rising)
-    flat = history([10, 30, 40, 45, 50, 50.2, 50.3, 50.1])  # step 210: window (168, 210] = {180, 210}
-    assert budget.should_stop(flat)
-    assert not budget.should_stop(flat[:4])  # too few evaluations to stop
-    falling = history([68, 64, 60, 59, 58])
-    assert budget.should_stop(falling) and budget.select(falling) == (0, 68)
+    cap = 600  # window: the last 120 steps (4 evaluations)
+    rising = history([28, 34, 78, 80.2, 80.28])  # step 120: the window (0, 120] is far above step 0
+    assert not budget.should_stop(rising, cap)
+    plateau = history([28, 34, 78, 80.2, 80.28, 80.5, 80.6, 80.69])  # step 210: (90, 210] best 80.69 < 80.2 + 0.5
+    assert budget.should_stop(plateau, cap) and not budget.should_stop(plateau[:-1], cap)
+    assert not budget.should_stop(history([28, 34, 78, 80.2, 80.28, 80.5, 80.6, 80.7]), cap)  # a 0.5 gain
+    falling = history([68, 64, 60, 59, 58])  # step 120: the window never rose above step 0
+    assert budget.should_stop(falling, cap) and budget.select(falling) == (0, 68)
+    assert not budget.should_stop(falling[:4], cap)  # before 20% of the cap, nothing stops
     assert budget.select(history([1, 5, 5, 3])) == (30, 5)
     assert budget.eval_interval(600) == 30 and budget.eval_interval(100) == 25
     assert budget.budget_points(270, range(0, 301, 30)) == [30, 60, 120, 240, 270]
@@ -110,14 +112,15 @@ def test_a_mixed_batch_scores_pairs_against_the_other_documents_only(tiny_dir):
 
 
 def test_a_dev_stopped_run_selects_its_best_snapshot_records_its_budget_and_resumes(tiny_dir, tmp_path, monkeypatch):
-    values = iter([10.0, 20.0, 25.0, 24.0, 24.9, 30.0, 31.0])
+    values = iter([10.0, 20.0, 25.0, 24.0, 24.9, 24.8, 24.7, 30.0, 31.0])
     monkeypatch.setattr(train_module, "validation_sts", lambda *a, **k: next(values))
     config = TrainConfig(backbone=tiny_dir, model=1, steps=40, batch_size=4, validation_triplets=0, max_length=24,
                          lora_dropout=0.0, warmup_steps=1, eval_every=2, checkpoint_every=2, packing=True,
                          schedule="constant_with_warmup", stopping="dev", data="mix")
     summary = train(config, tmp_path / "run", progress=False)
-    # evaluations at 0, 2, 4, 6, 8: at step 8 the window (6.4, 8] = {8} holds 24.9 < 25 + 0.5: stop
-    assert summary["steps"] == 8 and summary["stopped_early"] and summary["cap"] == 40
+    # cap 40: the window is the last 8 steps; evaluations every 2 steps: at step 12 the window (4, 12] holds at
+    # best 24.9 < 25 (step 4) + 0.5: stop
+    assert summary["steps"] == 12 and summary["stopped_early"] and summary["cap"] == 40
     assert summary["selected_step"] == 4 and summary["selected_signal"] == 25.0
     assert summary["selected_examples_seen"] == 16 and 0 < summary["selected_tokens_seen"] < summary["tokens_seen"]
     assert summary["train_cpu_seconds"] > 0
@@ -130,6 +133,6 @@ def test_a_dev_stopped_run_selects_its_best_snapshot_records_its_budget_and_resu
         torch.testing.assert_close(params[name], value)
     # a finished, stopped run resumes as finished: no more steps, same selection
     again = train(config, tmp_path / "run", progress=False)
-    assert again["steps"] == 8 and again["selected_step"] == 4
+    assert again["steps"] == 12 and again["selected_step"] == 4
     assert json.loads((tmp_path / "run" / "train_state.json").read_text())["stopped"]
     assert np.isfinite(summary["history"][0]["validation_sts"])

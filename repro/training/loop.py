@@ -124,7 +124,8 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     if (checkpoint / "state.pt").is_file():
         meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index,
                                config_identity(config))
-        start_step, history, stopped = meta["step"], meta["history"], meta.get("stopped", False)
+        start_step, history = meta["step"], meta["history"]
+        stopped = by_dev and should_stop(history, config.steps)  # the rule, re-read from the history
         counters.update({k: meta[k] for k in counters if k in meta})
         accelerator.print(f"resuming {output} at step {start_step}")
     rank, world = accelerator.process_index, accelerator.num_processes
@@ -177,12 +178,12 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             evaluate_now(step + 1, float(loss.detach()))
             if by_dev:
-                stopped = bool(broadcast_object_list([should_stop(history) if accelerator.is_main_process
-                                                      else None])[0])
+                stopped = bool(broadcast_object_list([should_stop(history, config.steps)
+                                                      if accelerator.is_main_process else None])[0])
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps or stopped:
             save(step + 1)
         if stopped:
-            accelerator.print(f"{output}: dev signal flat over the last {budget.WINDOW:.0%} of steps; "
+            accelerator.print(f"{output}: dev signal flat over the last {budget.WINDOW:.0%} of the cap; "
                               f"stopped at step {step + 1}")
             break
     trained = max((r["step"] for r in history), default=0)

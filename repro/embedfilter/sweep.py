@@ -162,18 +162,39 @@ def describe_sweep(scores: pd.DataFrame, suite: str, label: str = "Scale") -> st
             "scores are mteb main scores x100.")
 
 
-def stored_scores(suite: str = "compact") -> pd.DataFrame:
-    """Every stored EmbedFilter row of a suite, with backbone and prompt columns."""
+def stored_scores(suite: str = "compact", protocol: str = "mteb") -> pd.DataFrame:
+    """Every stored EmbedFilter row of a suite under one scoring protocol (:data:`PROTOCOLS`; the official one
+    exists for clustering and pair classification only), with backbone and prompt columns."""
     frames = []
     for record in all_results(EXPERIMENT):
         p = record["params"]
-        if p["suite"] != suite or p["data"] != data_fingerprint(p["task"]):
+        if p["suite"] != suite or p["data"] != data_fingerprint(p["task"]) or p.get("protocol", "mteb") != protocol:
             continue
         frame = pd.DataFrame(record["rows"])
         frame["backbone"], frame["prompt"] = p["backbone"], p["prompt"]
         frame["task_seconds_total"] = record["timings"]["task_seconds"]
         frames.append(frame)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def protocol_comparison(suite: str = "compact", variants: Sequence[str] = ("raw", "edge/2")) -> pd.DataFrame:
+    """Clustering and pair classification scored both ways, where the official protocol was run: mteb's main
+    score on raw embeddings against the official L2-normalised scoring (cosine AP for pair classification), x100,
+    and the EmbedFilter gain (edge/2 - raw) under each."""
+    official = stored_scores(suite, "official")
+    if official.empty:
+        return pd.DataFrame()
+    earlier = stored_scores(suite, "mteb")
+    keys = ["backbone", "prompt", "task", "variant"]
+    both = official[keys + ["main_score"]].merge(earlier[keys + ["main_score"]], on=keys, suffixes=(" official", " mteb"))
+    both = both[both.variant.isin(variants)]
+    table = both.pivot_table(index=["backbone", "prompt", "task"], columns="variant",
+                             values=["main_score mteb", "main_score official"]) * 100
+    table.columns = [f"{variant}, {'official' if 'official' in kind else 'mteb'}" for kind, variant in table.columns]
+    if {"raw", "edge/2"} <= set(variants):
+        for how in ("mteb", "official"):
+            table[f"edge/2 gain, {how}"] = table[f"edge/2, {how}"] - table[f"raw, {how}"]
+    return table.reset_index()
 
 
 def stored_pair_similarities(suite: str = "compact") -> dict[tuple[str, str, str, str], np.ndarray]:

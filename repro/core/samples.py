@@ -3,11 +3,10 @@ sentences from the NLI triplets."""
 
 from __future__ import annotations
 
-import json
 import random
 
 from repro.core.tasks import TASKS, read_task
-from repro.store.paths import data_dir
+from repro.store.paths import data_jsonl
 
 
 def task_texts(name: str, suite: str) -> list[str]:
@@ -41,14 +40,9 @@ NLI_FILE = "train/nli_triplets/snli_dev_test_triplets.jsonl"
 
 def nli_sentences(n: int, seed: int = 0) -> list[str]:
     """``n`` distinct sentences (seeded sample) from the NLI triplets, to fit the whitening baseline."""
-    path = data_dir() / NLI_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: the whitening baseline is fitted on the NLI triplets")
     sentences: set[str] = set()
-    with open(path) as handle:
-        for line in handle:
-            row = json.loads(line)
-            sentences.update(row[k] for k in ("anchor", "positive", "negative"))
+    for row in data_jsonl(NLI_FILE, "the whitening baseline is fitted on the NLI triplets"):
+        sentences.update(row[k] for k in ("anchor", "positive", "negative"))
     pool = sorted(sentences)
     if n > len(pool):
         raise ValueError(f"asked for {n} NLI sentences, the file has {len(pool)}")

@@ -14,7 +14,6 @@ Both are stored in ``results/embedfilter_lens/`` (small JSON) so the book render
 
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
@@ -27,7 +26,7 @@ from repro.core.samples import sentence_sample
 from repro.core.stats import wilcoxon_over_tasks
 from repro.embedfilter.filters import filter_indices, kept_dims, unembedding_matrix, unembedding_spectrum
 from repro.embedfilter.sweep import encode_config
-from repro.store.paths import data_dir
+from repro.store.paths import data_jsonl
 from repro.store.results import load_or_compute
 
 EXPERIMENT = "embedfilter_lens"
@@ -40,13 +39,8 @@ def corpus_texts() -> list[str]:
     """The reference corpus for token frequencies: WikiText-2 test paragraphs + NLI triplet sentences."""
     texts: list[str] = []
     for name in CORPUS_FILES:
-        path = data_dir() / name
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} not found (token frequencies are counted on it)")
-        with open(path) as handle:
-            for line in handle:
-                row = json.loads(line)
-                texts += [row[k] for k in ("text", "anchor", "positive", "negative") if k in row]
+        for row in data_jsonl(name, "token frequencies are counted on it"):
+            texts += [row[k] for k in ("text", "anchor", "positive", "negative") if k in row]
     return texts
 
 

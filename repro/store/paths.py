@@ -6,6 +6,7 @@ own copy of the data or put the (large) caches on another disk.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -15,6 +16,16 @@ DATA_ENV = "REPRO_DATA_DIR"
 CACHE_ENV = "REPRO_CACHE_DIR"
 RESULTS_ENV = "REPRO_RESULTS_DIR"
 STATES_ENV = "REPRO_STATES_DIR"
+
+
+def data_jsonl(relative: str, purpose: str) -> list[dict]:
+    """The rows of a JSON-lines file of the data folder (blank lines skipped); a missing file says what it was
+    needed for."""
+    path = data_dir() / relative
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found ({purpose}; set {DATA_ENV} to the shared data folder)")
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
 
 
 def data_dir() -> Path:

@@ -3,7 +3,6 @@ STS-B dev signal every training run validates on."""
 
 from __future__ import annotations
 
-import json
 import random
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,7 @@ import torch
 from scipy.stats import spearmanr
 
 from repro.core.tasks import read_tsv, task_folder
-from repro.store.paths import data_dir
+from repro.store.paths import data_jsonl
 
 SNLI = "train/nli_triplets/snli_dev_test_triplets.jsonl"
 MEDI = "train/medi_nli/medi_nli.jsonl"
@@ -46,14 +45,8 @@ def read_triplets(name: str = "nli") -> list[dict]:
         raise ValueError(f"unknown training data '{name}'; valid: {', '.join(DATASETS)}")
     rows = []
     for relative in DATASETS[name]:
-        path = data_dir() / relative
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} not found (set REPRO_DATA_DIR to the shared data folder)")
-        with open(path) as handle:
-            for line in handle:
-                r = json.loads(line)
-                rows.append({"query": r["anchor"], "positive": r["positive"], "negative": r.get("negative"),
-                             "source": relative.split("/")[1]})
+        rows += [{"query": r["anchor"], "positive": r["positive"], "negative": r.get("negative"),
+                  "source": relative.split("/")[1]} for r in data_jsonl(relative, f"training data '{name}'")]
     return rows
 
 

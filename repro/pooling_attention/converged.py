@@ -84,7 +84,8 @@ def earlier_scores(backbone: str, models: Sequence, suite: str = "compact", task
 
 def run_table(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS) -> pd.DataFrame:
     """Each stored converged run's budget: where it stopped, the dev-selected step, examples and tokens seen up
-    to it, CPU hours, and the dev signal (STS-B dev Spearman x100) at step 0 and at the selected step."""
+    to it, CPU hours of its training steps up to it, the run's wall hours (all steps and dev evaluations), and the
+    dev signal (STS-B dev Spearman x100) at step 0 and at the selected step."""
     rows = []
     for model in models:
         for seed in seeds:
@@ -98,7 +99,7 @@ def run_table(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS) -> 
                          "selected step": s["selected_step"], "examples": s["selected_examples_seen"],
                          "tokens": s["selected_tokens_seen"],
                          "CPU hours (to selected)": s["selected_train_cpu_seconds"] / 3600,
-                         "CPU hours (run, with dev evals)": (s["train_cpu_seconds"] + s.get("eval_seconds", 0)) / 3600,
+                         "wall hours (run: steps + dev evaluations)": (s["train_seconds"] + s.get("eval_seconds", 0)) / 3600,
                          "dev at step 0": start, "dev selected": s["selected_signal"]})
     return pd.DataFrame(rows)
 

@@ -221,7 +221,7 @@ def test_scores_from_lost_weights_are_refused_and_only_those_are_recomputed_when
 
     calls = []
 
-    def fake_evaluate(tasks, encoders, progress, pair_similarities):
+    def fake_evaluate(tasks, encoders, progress, pair_similarities, units=None):
         calls.append(tasks[0])
         return pd.DataFrame([{"task": tasks[0], "main_score": 0.5}])
 

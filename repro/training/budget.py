@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 SIGNAL = "validation_sts"
-WINDOW = 0.2  # the last 20% of steps
+WINDOW = 0.2  # the last 20% of the cap
 MIN_GAIN = 0.5  # points of dev Spearman x100
 DEV_PAIRS = 1500  # every STS-B dev pair
 

@@ -479,3 +479,71 @@ def test_the_official_quote_and_inference_template_are_available_as_declared_set
     with_newline = texts.encoder("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION)
     without = texts.encoder("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION, newline=False)
     assert with_newline == without + texts.newline
+
+
+def test_under_the_budget_rule_stage_2_scores_its_reference_block_by_block_from_the_initial_model(tiny_dir, tmp_path):
+    compress = _compress(tiny_dir)
+    train_compression(compress, tmp_path / "c", progress=False)
+    config = _align(tiny_dir, compress, steps=10, eval_every=2, checkpoint_every=2, stopping="dev",
+                    schedule="constant_with_warmup", data="nli-medi", fused=True)
+    summary = train_alignment(config, tmp_path / "a", tmp_path / "c" / "final", progress=False)
+    assert summary["cap"] == 10 and summary["selected_step"] in {r["step"] for r in summary["history"]}
+    reference = torch.load(tmp_path / "a" / "reference.pt")
+    # blocks: the first 20% of the cap, then one evaluation interval at a time, never past what the run drew
+    trained = summary["steps"]
+    assert trained <= reference["steps"] <= min(trained + config.eval_every, config.steps)
+    assert sorted(reference["index"]) == ar_objectives.seen_indices(32, config, reference["steps"])
+    # every block (after the first, from a rebuilt initial model) equals the initial model's scores at once
+    initial = build_autoreg(config)
+    ar_train._load_encoder_weights(initial, tmp_path / "c" / "final")
+    texts = TextIds(initial.backbone.tokenizer, config.max_length, config.target_max_length)
+    rows, _ = ar_data.split_align(config)
+    once = ar_objectives.reference_scores(initial, texts, [rows[i] for i in reference["index"]], config)
+    for term, values in once.items():
+        torch.testing.assert_close(reference["scores"][term], values, atol=1e-4, rtol=1e-5)
+    with pytest.raises(ValueError, match="unknown stopping"):
+        _align(tiny_dir, compress, stopping="early")
+    assert ar_baselines.contrastive_config("mean, in-batch", config).data == "nli-medi"
+    baseline = ar_baselines.contrastive_config("mean, in-batch", config)
+    assert (baseline.stopping, baseline.steps, baseline.eval_every, baseline.packing) == ("dev", 10, 25, True)
+
+
+def test_the_declared_search_adds_its_second_phase_at_the_dev_best_learning_rate(monkeypatch):
+    from repro.autoregembed.experiments import search
+
+    base = search.base_config()
+    assert (base.steps, base.eval_every, base.validation_sts_pairs, base.schedule, base.data, base.batch_size) == \
+        (300, 25, 1500, "constant_with_warmup", "nli-medi", 8)
+    stored: dict = {}
+    monkeypatch.setattr(search, "_record", lambda config: stored.get(json.dumps(
+        config.identity() if hasattr(config, "identity") else ar_train.run_params(config), sort_keys=True)))
+
+    def store(config, signal, step=50):
+        history = [{"step": 0, "validation_sts": 68.0}, {"step": step, "validation_sts": signal}]
+        key = config.identity() if hasattr(config, "identity") else ar_train.run_params(config)
+        stored[json.dumps(key, sort_keys=True)] = {"summary": {
+            "history": history, "selected_signal": max(68.0, signal), "selected_step": step if signal > 68 else 0,
+            "steps": 75, "stopped_early": True, "selected_examples_seen": 400, "train_cpu_seconds": 3600.0}}
+
+    first = search.search_configs("autoregembed", base)
+    assert list(first) == ["lr 1e-06", "lr 2e-06", "lr 5e-06"]  # phase 2 waits for phase 1's records
+    for (label, config), signal in zip(first.items(), [69.5, 70.1, 66.0]):
+        store(config, signal)
+    both = search.search_configs("autoregembed", base)
+    assert list(both)[3:] == ["JS divergence, lr 2e-06", "LoRA, lr 0.0001"]
+    assert both["JS divergence, lr 2e-06"].divergence == "js" and both["LoRA, lr 0.0001"].compress.finetune == "lora"
+    with pytest.raises(LookupError, match="not complete"):
+        search.selected_config("autoregembed", base)
+    store(both["JS divergence, lr 2e-06"], 71.0)
+    store(both["LoRA, lr 0.0001"], 60.0)
+    assert search.selected_config("autoregembed", base) == both["JS divergence, lr 2e-06"]
+    baselines = search.search_configs("baseline", base)
+    assert [c.lr for c in baselines.values()] == [5e-5, 1e-4, 2e-4]
+    assert all(c.data == "nli-medi" and c.steps == 300 and c.stopping == "dev" for c in baselines.values())
+    table = search.search_table(base)
+    assert table["stored"].sum() == 5 and table.loc[table["selected by dev"], "run"].tolist() == \
+        ["JS divergence, lr 2e-06"]
+    with pytest.raises(ValueError, match="unknown search side"):
+        search.search_configs("both", base)
+    with pytest.raises(ValueError, match="budget rule"):
+        search.search_configs("autoregembed", AlignConfig())

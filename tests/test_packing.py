@@ -81,6 +81,13 @@ def test_budget_rule_stops_on_a_flat_dev_signal_and_selects_the_earliest_best():
     assert budget.budget_points(270, range(0, 301, 30)) == [30, 60, 120, 240, 270]
     assert budget.budget_points(0, range(0, 151, 30)) == [30, 60, 120]  # step 0 selected: never a budget point
     assert budget.budget_points(600, range(0, 601, 30)) == [30, 60, 120, 240, 480, 600]
+    assert budget.grid(30, 600) == [30, 60, 120, 240, 480] and budget.grid(30, 29) == []
+    # snapshots kept while a run goes: the grid's evaluated steps and the best so far
+    assert budget.snapshots_to_keep(history([28, 34, 78, 80.2, 80.28, 80.1]), 30, cap) == {30, 60, 120}
+    assert budget.snapshots_to_keep(falling, 30, cap) == {0, 30, 60, 120}
+    for bad in ({"stopping": "early"}, {"schedule": "cosine_decay"}):
+        with pytest.raises(ValueError, match="unknown (stopping|schedule)"):
+            TrainConfig(**bad)
 
 
 def test_the_declared_mixes_mark_pairs_without_a_hard_negative():
@@ -126,6 +133,9 @@ def test_a_dev_stopped_run_selects_its_best_snapshot_records_its_budget_and_resu
     assert summary["train_cpu_seconds"] > 0
     lrs = [r["lr"] for r in summary["history"] if "lr" in r]
     assert len(set(lrs[1:])) == 1  # constant after warm-up
+    # kept: the doubling grid of evaluated steps (2, 4, 8) and the selected step; the other snapshots deleted
+    kept = sorted(p.name for p in (tmp_path / "run" / "snapshots").iterdir())
+    assert kept == ["step-00002.pt", "step-00004.pt", "step-00008.pt"]
     snapshot = torch.load(tmp_path / "run" / "snapshots" / "step-00004.pt")
     final = train_module.load_trained(tmp_path / "run" / "final")[0]
     params = dict(final.named_parameters())

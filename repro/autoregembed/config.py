@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from repro.core.prompts import get_prompt
+from repro.training import budget
 from repro.training.loop import LoopSettings
 
 INSTRUCTION_FILES = (
@@ -13,7 +14,9 @@ INSTRUCTION_FILES = (
     "train/instruction/self_instruct_seed_tasks.jsonl",
     "train/instruction/self_instruct_user_oriented_instructions.jsonl",
 )
-ALIGN_DATA = {"nli": "nli", "medi-nli": "medi-nli"}
+# stage-2 triplets: SNLI (the earlier runs), MEDI's NLI triplets, or both (the declared Paper 3 mix under the
+# budget rule, the same for its contrastive baselines: repro.training.data.DATASETS["nli-medi"])
+ALIGN_DATA = ("nli", "medi-nli", "nli-medi")
 # stage 1: "instruction" = context + instruction -> the answer (T0, self-instruct); "autoencode" = a Wikipedia
 # paragraph -> its own first tokens (ICAE-style autoencoding: the memory must carry the text itself)
 STAGE1_DATA = ("instruction", "autoencode")
@@ -90,12 +93,13 @@ class AlignConfig(StageConfig):
     anchor_weight: float = 0.5  # strategy 2: weight of the d+ anchor (1 - weight on the q anchor)
     instruction: str = NEXT_INSTRUCTION
     fused: bool = False  # True: one encoder and one decoder call per step (objectives.alignment_log_probs)
+    stopping: str = "fixed"  # "fixed": train `steps`; "dev": the declared budget rule (repro.training.budget)
     # inference as the official evaluation: "{text}\n{instruction}" WITHOUT the trailing newline training appends
     # before the compression tokens (False), and its passage prompt for retrieval documents
     inference_newline: bool = True
     passage_prompt: str = PASSAGE_PROMPT
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt", "stopping")
 
     def __post_init__(self):
         if isinstance(self.compress, dict):
@@ -121,6 +125,7 @@ class AlignConfig(StageConfig):
 
 
 def _check_common(config) -> None:
+    budget.check_settings(config)
     if config.finetune not in FINETUNE:
         raise ValueError(f"unknown finetune '{config.finetune}'; valid: {', '.join(FINETUNE)}")
     for name in ("compression_tokens", "steps", "batch_size", "max_length", "target_max_length", "eval_every",

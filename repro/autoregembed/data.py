@@ -64,8 +64,8 @@ def read_align_triplets(name: str) -> list[dict]:
 def split_align(config: AlignConfig) -> tuple[list[dict], list[dict]]:
     """Training triplets (a seeded subset of ``train_examples`` if set) and held-out triplets (by anchor)."""
 
-    if config.data == "nli":
-        train_rows, held = split_triplets(TrainConfig(validation_triplets=config.validation_triplets,
+    if config.data in ("nli", "nli-medi"):  # the contrastive trainer's split (by anchor), so baselines match
+        train_rows, held = split_triplets(TrainConfig(data=config.data, validation_triplets=config.validation_triplets,
                                                       seed=config.seed))
     else:
         rows = read_align_triplets(config.data)

@@ -188,20 +188,22 @@ def reference_scores(model: AutoRegModel, texts: TextIds, rows: list[dict], conf
     terms = reference_terms(config.strategy)
     out = {term: torch.zeros(len(rows)) for term in terms}
     device = model.compression.device
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
-        batch = align_batch(texts, chunk, config, device)
-        memories = {s: model.memory(*batch["inputs"][s]) for s in {s for _, s in terms}}
-        for target, source in terms:
-            out[(target, source)][start:start + len(chunk)] = model.target_log_probs(
-                memories[source], *batch["targets"][target]).cpu()
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start:start + batch_size]
+            batch = align_batch(texts, chunk, config, device)
+            memories = {s: model.memory(*batch["inputs"][s]) for s in {s for _, s in terms}}
+            for target, source in terms:
+                out[(target, source)][start:start + len(chunk)] = model.target_log_probs(
+                    memories[source], *batch["targets"][target]).cpu()
     model.train(was)
     return out
 
 
-def seen_indices(n: int, config) -> list[int]:
-    """Every training row the run's ``steps`` will draw (batches are a function of seed and step)."""
+def seen_indices(n: int, config, steps: int | None = None) -> list[int]:
+    """Every training row the run's first ``steps`` steps (default: all ``config.steps``) draw (batches are a
+    function of seed and step)."""
     seen = set()
-    for step in range(config.steps):
+    for step in range(config.steps if steps is None else min(steps, config.steps)):
         seen.update(batch_indices(n, config.batch_size, step, config.seed))
     return sorted(seen)

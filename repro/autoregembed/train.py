@@ -4,6 +4,7 @@ and loading the encoder."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -18,6 +19,7 @@ from repro.store.atomic import atomic_path, write_json
 from repro.store.fingerprint import weights_digest
 from repro.store.identity import config_identity
 from repro.store.runs import RunSpec, ensure_trained, run_folder_name
+from repro.training import budget
 from repro.training.data import batch_indices, validation_sts
 from repro.training.loop import make_accelerator, run_training
 
@@ -118,27 +120,61 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
     train_rows, held = split_align(config)
     _check_divisible(config.batch_size, accelerator.num_processes)
 
-    reference_file = output / "reference.pt"  # from the initial model: computed once, before any step
+    reference_file = output / "reference.pt"  # the initial model's scores of the rows the steps draw
     if reference_file.is_file():
         reference = torch.load(reference_file)
     else:
-        seen = seen_indices(len(train_rows), config)
-        scores = reference_scores(model, texts, [train_rows[i] for i in seen], config)
-        reference = {"config": config_identity(config), "index": seen, "scores": scores,
+        reference = {"config": config_identity(config), "index": [], "scores": {}, "steps": 0,
                      "initial_digest": initial_digest}
-        if accelerator.is_main_process:
-            output.mkdir(parents=True, exist_ok=True)
-            with atomic_path(reference_file) as tmp:
-                torch.save(reference, tmp)
     if reference["config"] != config_identity(config):
         raise ValueError(f"{reference_file} belongs to another configuration; use a new output folder")
     if reference.get("initial_digest", initial_digest) != initial_digest:  # (files of before the digest: unchecked)
         raise ValueError(f"{reference_file} was computed from other stage-1 weights (sha256 "
                          f"{reference['initial_digest']}, now {initial_digest}): stage 1 was retrained; delete "
                          f"{output} to start this run again from the current stage 1")
-    position = {row: i for i, row in enumerate(reference["index"])}
+    initial: dict = {}
+    position: dict = {}
+
+    def initial_model(step: int) -> AutoRegModel:
+        """The model the run started from: itself before its first update, else rebuilt from stage 1."""
+        if step == 0 and not (output / "checkpoint" / "state.pt").is_file():
+            return model
+        if "model" not in initial:
+            rebuilt = build_autoreg(config, device=str(accelerator.device))
+            if compressed is not None:
+                _load_encoder_weights(rebuilt, Path(compressed))
+            if weights_digest(rebuilt) != initial_digest:
+                raise RuntimeError("the rebuilt initial model differs from the run's start; cannot extend "
+                                   f"{reference_file}")
+            initial["model"] = rebuilt
+        return initial["model"]
+
+    def extend_reference(step: int) -> None:
+        """Reference scores for the rows of steps up to the next block: every step at once under a fixed
+        budget; under the budget rule the first 20% of the cap, then one evaluation interval at a time (a run
+        that stops early never pays for rows it does not draw)."""
+        covered = reference.get("steps", config.steps)  # (files of before the blocks: every step)
+        if step < covered and position:
+            return
+        if step >= covered:
+            end = config.steps if config.stopping != "dev" else min(
+                config.steps, max(step + config.eval_every, math.ceil(budget.WINDOW * config.steps)))
+            new = sorted(set(seen_indices(len(train_rows), config, end)) - set(reference["index"]))
+            if new:
+                scores = reference_scores(initial_model(step), texts, [train_rows[i] for i in new], config)
+                reference["scores"] = {term: torch.cat([reference["scores"][term], values])
+                                       if term in reference["scores"] else values for term, values in scores.items()}
+                reference["index"] = list(reference["index"]) + new
+            reference["steps"] = end
+            if accelerator.is_main_process:
+                output.mkdir(parents=True, exist_ok=True)
+                with atomic_path(reference_file) as tmp:
+                    torch.save(reference, tmp)
+        position.clear()
+        position.update({row: i for i, row in enumerate(reference["index"])})
 
     def step_loss(wrapped, step, rank, world):
+        extend_reference(step)
         local = config.batch_size // world
         chosen = batch_indices(len(train_rows), config.batch_size, step, config.seed)[rank * local:(rank + 1) * local]
         batch = align_batch(texts, [train_rows[i] for i in chosen], config, accelerator.device)

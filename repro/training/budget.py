@@ -27,6 +27,16 @@ SIGNAL = "validation_sts"
 WINDOW = 0.2  # the last 20% of the cap
 MIN_GAIN = 0.5  # points of dev Spearman x100
 DEV_PAIRS = 1500  # every STS-B dev pair
+STOPPING = ("fixed", "dev")  # "fixed": train `steps`; "dev": this rule, `steps` = the cap
+SCHEDULES = ("linear", "cosine", "constant_with_warmup")  # transformers' get_scheduler names the loop accepts
+
+
+def check_settings(config) -> None:
+    """Clear errors for an unknown ``stopping`` or ``schedule`` of a training config."""
+    for name, valid in (("stopping", STOPPING), ("schedule", SCHEDULES)):
+        value = getattr(config, name, None)
+        if value is not None and value not in valid:
+            raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
 
 
 def eval_interval(cap: int) -> int:
@@ -62,6 +72,28 @@ def select(history: Sequence[dict], signal: str = SIGNAL) -> tuple[int, float]:
     return next((s, v) for s, v in points if v == best)
 
 
+def grid(first: int, last: int) -> list[int]:
+    """The doubling grid ``first, 2 first, 4 first, ...`` up to ``last``."""
+    if first < 1:
+        raise ValueError(f"the grid's first step must be positive, got {first}")
+    steps, step = [], first
+    while step <= last:
+        steps.append(step)
+        step *= 2
+    return steps
+
+
+def snapshots_to_keep(history: Sequence[dict], every: int, cap: int, signal: str = SIGNAL) -> set[int]:
+    """The evaluated steps whose weights a run under the rule keeps: the doubling grid of evaluation steps (the
+    budget points) and the best so far (the selected step, if the run stopped now); the loop deletes the other
+    snapshots (a fully fine-tuned 135M encoder is ~0.5 GB a snapshot)."""
+    points = evaluations(history, signal)
+    keep = set(grid(every, cap)) & {s for s, _ in points}
+    if points:
+        keep.add(select(history, signal)[0])
+    return keep
+
+
 def budget_points(selected: int, evaluated: Sequence[int]) -> list[int]:
     """Training budgets to score a run at: the doubling grid of evaluated steps (the first evaluation interval
     E, 2E, 4E, ... up to the last evaluated step, so every run of the same cap shares them: models are compared
@@ -69,12 +101,8 @@ def budget_points(selected: int, evaluated: Sequence[int]) -> list[int]:
     steps = sorted(s for s in evaluated if s > 0)
     if not steps:
         return []
-    grid, step = [], steps[0]
-    while step <= steps[-1]:
-        if step in steps:
-            grid.append(step)
-        step *= 2
-    return sorted(set(grid) | ({selected} if selected > 0 else set()))
+    points = set(grid(steps[0], steps[-1])) & set(steps)
+    return sorted(points | ({selected} if selected > 0 else set()))
 
 
 def under_budget_rule(config, cap: int = 600):

@@ -41,6 +41,7 @@ from repro.core.prompts import get_prompt
 from repro.store.atomic import write_json
 from repro.store.identity import config_identity
 from repro.store.runs import RunSpec, run_folder_name
+from repro.training import budget
 from repro.training.cli import add_config_arguments
 from repro.training.data import DATASETS, batch_indices, pad_right, split_triplets, subset, validation_sts
 from repro.training.heads import ModelSpec, head_inputs, head_parameters, make_head, model_spec
@@ -83,6 +84,7 @@ class TrainConfig(LoopSettings):
 
     def __post_init__(self):
         model_spec(self.model)
+        budget.check_settings(self)
         get_prompt(self.prompt)
         if self.data not in DATASETS:
             raise ValueError(f"unknown training data '{self.data}'; valid: {', '.join(DATASETS)}")

@@ -140,6 +140,8 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
         counters["eval_seconds"] += time.perf_counter() - t0
         history.append({**record, **{k: counters[k] for k in ("tokens_seen", "examples_seen", "seconds",
                                                                "cpu_seconds")}})
+        if by_dev and accelerator.is_main_process:
+            prune_snapshots(output, budget.snapshots_to_keep(history, config.eval_every, config.steps))
 
     def save(step: int) -> None:
         accelerator.wait_for_everyone()
@@ -214,6 +216,13 @@ def save_snapshot(output: Path, model: nn.Module, step: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         torch.save({n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad}, tmp)
+
+
+def prune_snapshots(output: Path, keep: set[int]) -> None:
+    """Delete the snapshots of evaluated steps not in ``keep`` (neither a budget point nor the best so far)."""
+    for path in (Path(output) / "snapshots").glob("step-*.pt"):
+        if int(path.stem.split("-")[1]) not in keep:
+            path.unlink(missing_ok=True)
 
 
 def load_snapshot(output: Path, model: nn.Module, step: int) -> None:

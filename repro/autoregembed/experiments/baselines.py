@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pandas as pd
 
@@ -16,7 +17,9 @@ from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
 from repro.store.lanes import in_lane_order
 from repro.store.results import encode_array, load_or_compute
+from repro.training import budget
 from repro.training.contrastive import TrainConfig
+from repro.training.data import DATASETS
 
 UNTRAINED_EXPERIMENT = "autoreg_untrained"
 UNTRAINED = {  # label -> (prompt, pooling)
@@ -90,11 +93,15 @@ def contrastive_config(label: str, align: AlignConfig, lr: float = 1e-4) -> Trai
 
     if label not in CONTRASTIVE:
         raise ValueError(f"unknown contrastive baseline '{label}'; valid: {', '.join(CONTRASTIVE)}")
-    if align.data != "nli":
-        raise ValueError("the contrastive baselines train on the NLI triplets only")
+    if align.data not in DATASETS:
+        raise ValueError(f"the contrastive baselines train on {', '.join(DATASETS)}, not '{align.data}'")
     model, hard = CONTRASTIVE[label]
-    return TrainConfig(backbone=align.backbone, model=model, hard_negatives=hard, steps=align.steps,
-                       batch_size=align.batch_size, lr=lr, warmup_steps=align.warmup_steps,
-                       max_length=align.max_length, validation_triplets=align.validation_triplets,
-                       validation_sts_pairs=align.validation_sts_pairs, train_examples=align.train_examples,
-                       seed=align.seed, eval_every=align.eval_every, checkpoint_every=align.checkpoint_every)
+    config = TrainConfig(backbone=align.backbone, model=model, hard_negatives=hard, steps=align.steps,
+                         batch_size=align.batch_size, lr=lr, warmup_steps=align.warmup_steps,
+                         max_length=align.max_length, validation_triplets=align.validation_triplets,
+                         validation_sts_pairs=align.validation_sts_pairs, train_examples=align.train_examples,
+                         seed=align.seed, eval_every=align.eval_every, checkpoint_every=align.checkpoint_every,
+                         data=align.data)
+    if align.stopping == "dev":  # the same budget rule and cap as the alignment stage (packed steps: same loss)
+        config = replace(budget.under_budget_rule(config, align.steps), packing=True)
+    return config

@@ -12,6 +12,10 @@ fi
 "$VENV/bin/python" -m pip install -q -r requirements.txt -c constraints.txt
 "$VENV/bin/python" -m pip install -q --no-deps -r requirements-nodeps.txt -c constraints.txt
 "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e .
+# The project's venv as a named Jupyter kernel ('repro', in the venv: `.venv/bin/jupyter lab` lists it). It sets
+# REPRO_TRAINING=refuse: running a page in JupyterLab renders from committed results and never starts a training.
+"$VENV/bin/python" -m ipykernel install --sys-prefix --name repro --display-name "Python (repro)" \
+  --env REPRO_TRAINING refuse >/dev/null
 "$VENV/bin/python" -c "import torch, transformers, mteb; print('setup ok: torch', torch.__version__, '| transformers', transformers.__version__, '| mteb', mteb.__version__)"
 # Headless Chromium renders the built book in a test (Debian package; needs root).
 if ! command -v chromium >/dev/null 2>&1; then

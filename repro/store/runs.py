@@ -24,6 +24,23 @@ from repro.store.paths import REPO_ROOT
 from repro.store.results import load_or_compute
 
 RUNS_ENV = "REPRO_RUNS_DIR"
+TRAINING_ENV = "REPRO_TRAINING"  # "allow" (default) or "refuse": the 'repro' Jupyter kernel refuses training
+
+
+class TrainingRefused(RuntimeError):
+    """A run would train here, and ``REPRO_TRAINING=refuse`` (the book's Jupyter kernel) forbids it."""
+
+
+def _train(spec: RunSpec, folder: Path) -> None:
+    mode = os.environ.get(TRAINING_ENV, "allow").strip() or "allow"
+    if mode not in ("allow", "refuse"):
+        raise ValueError(f"{TRAINING_ENV}={mode!r}; valid: allow, refuse")
+    if mode == "refuse":
+        raise TrainingRefused(
+            f"run {spec.name} is not trained on this machine, and {TRAINING_ENV}=refuse (the 'repro' Jupyter kernel "
+            f"sets it, so that running a page never starts a long training): train it from a terminal (the page's "
+            f"command in the README), or set {TRAINING_ENV}=allow in this kernel (os.environ) to train it here")
+    spec.train(folder)
 
 
 def runs_dir() -> Path:
@@ -70,7 +87,7 @@ def ensure_trained(spec: RunSpec, refresh_record: bool = False) -> tuple[Path, d
 
     def compute():
         if not (folder / "summary.json").is_file():
-            spec.train(folder)
+            _train(spec, folder)
         summary = json.loads((folder / "summary.json").read_text())
         history = pd.DataFrame(summary.pop("history"))
         return history, {"train_seconds": summary["train_seconds"]}, {"summary": summary}
@@ -78,7 +95,7 @@ def ensure_trained(spec: RunSpec, refresh_record: bool = False) -> tuple[Path, d
     with exclusive(f"run {folder}"):
         record = load_or_compute(spec.experiment, spec.params, compute, recompute=refresh_record)
         if not (folder / "final" / spec.weights_file).is_file():
-            spec.train(folder)  # record stored, weights missing on this machine: retrain
+            _train(spec, folder)  # record stored, weights missing on this machine: retrain
     return folder, record
 
 

@@ -527,7 +527,7 @@ def test_the_declared_search_adds_its_second_phase_at_the_dev_best_learning_rate
 
     first = search.search_configs("autoregembed", base)
     assert list(first) == ["lr 1e-06", "lr 2e-06", "lr 5e-06"]  # phase 2 waits for phase 1's records
-    for (label, config), signal in zip(first.items(), [69.5, 70.1, 66.0]):
+    for config, signal in zip(first.values(), [69.5, 70.1, 66.0]):
         store(config, signal)
     both = search.search_configs("autoregembed", base)
     assert list(both)[3:] == ["JS divergence, lr 2e-06", "LoRA, lr 0.0001"]

@@ -15,6 +15,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -65,7 +66,8 @@ def jupyter_server(root: str | Path = REPO_ROOT, startup_timeout: float = 90.0):
     command = [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", "--ip=127.0.0.1",
                f"--port={port}", f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}",
                "--ServerApp.port_retries=0", "--allow-root"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = tempfile.TemporaryFile(mode="w+")  # (a pipe nobody reads would fill and block the server)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, text=True)
     server = Server(f"http://127.0.0.1:{port}", token)
     try:
         deadline = time.monotonic() + startup_timeout
@@ -73,9 +75,10 @@ def jupyter_server(root: str | Path = REPO_ROOT, startup_timeout: float = 90.0):
             try:
                 server.request("GET", "/api/status")
                 break
-            except OSError:
+            except OSError as error:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the Jupyter server did not start: {process.stderr.read()[-2000:]}")
+                    log.seek(0)
+                    raise RuntimeError(f"the Jupyter server did not start: {log.read()[-2000:]}") from error
                 time.sleep(0.5)
         yield server
     finally:
@@ -84,6 +87,7 @@ def jupyter_server(root: str | Path = REPO_ROOT, startup_timeout: float = 90.0):
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+        log.close()
 
 
 def _message(session: str, code: str) -> dict:

@@ -27,6 +27,17 @@ def test_unknown_notebook_profile_or_parameter_is_refused():
         build.execute("p1_layer_correlation", "smoke", {"n_sentence": 3})
 
 
+def test_plumbing_cells_are_collapsed_and_only_the_parameters_and_reader_cells_show_their_code():
+    # every code cell is the parameters cell (shown), a cell a reader is meant to edit ("reader-edit", shown), or
+    # plumbing: loading, reshaping, tabulating, plotting ("hide-input": the result shows, the code collapses)
+    for name in NOTEBOOKS:
+        nb = nbformat.read(build.NOTEBOOKS_DIR / f"{name}.ipynb", as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                kinds = {"parameters", "reader-edit", "hide-input"} & set(cell.metadata.get("tags", []))
+                assert len(kinds) == 1, (name, cell.source[:80])
+
+
 def test_every_notebook_has_a_tagged_parameters_cell_and_no_outputs():
     import nbformat
 

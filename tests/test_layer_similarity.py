@@ -41,6 +41,15 @@ def test_paired_bootstrap_detects_a_real_difference_and_not_a_fake_one():
     assert paired_bootstrap_spearman(gold, good, bad, n_resamples=300)["verdict"] == "first better"
     assert paired_bootstrap_spearman(gold, good, good + 1e-9 * rng.normal(size=400),
                                      n_resamples=300)["verdict"] == "not significant"
+    # the vectorised bootstrap draws the same resamples as a loop over scipy's spearmanr (ties included)
+    from scipy import stats
+
+    ties = np.round(gold * 2)
+    fast = paired_bootstrap_spearman(ties, good, bad, n_resamples=200, seed=3)
+    slow = stats.bootstrap((ties, good, bad), lambda g, x, y: stats.spearmanr(g, x)[0] - stats.spearmanr(g, y)[0],
+                           paired=True, vectorized=False, n_resamples=200, method="percentile", random_state=3)
+    np.testing.assert_allclose([fast["ci_low"], fast["ci_high"]],
+                               [slow.confidence_interval.low, slow.confidence_interval.high], rtol=1e-10)
     small = wilcoxon_over_tasks([1, 2, 3, 4, 5], [0, 1, 2, 3, 4])
     assert small["verdict"].startswith("untestable") and small["min_attainable_p"] == 2 / 32
     assert wilcoxon_over_tasks(np.arange(10) + 1.0, np.arange(10))["verdict"] == "significant: first better"

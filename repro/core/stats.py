@@ -45,6 +45,16 @@ def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
     return out | {"statistic": float(res.statistic), "p": p, "signed_rank_sum": rank_sum, "verdict": verdict}
 
 
+def spearman_along(x, y, axis: int = -1) -> np.ndarray:
+    """Spearman's rho of ``x`` and ``y`` along ``axis`` (Pearson of average ranks, as scipy.stats.spearmanr),
+    for many resamples at once; NaN where a resample is constant."""
+    rx, ry = stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis)
+    rx = rx - rx.mean(axis=axis, keepdims=True)
+    ry = ry - ry.mean(axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (rx * ry).sum(axis=axis) / np.sqrt((rx * rx).sum(axis=axis) * (ry * ry).sum(axis=axis))
+
+
 def paired_bootstrap_spearman(gold, sims_a, sims_b, n_resamples: int = 1000, seed: int = 0,
                               confidence: float = 0.95) -> dict:
     """Paired bootstrap over sentence pairs of Spearman(gold, a) - Spearman(gold, b).
@@ -57,11 +67,11 @@ def paired_bootstrap_spearman(gold, sims_a, sims_b, n_resamples: int = 1000, see
         return {"test": name, "difference": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                 "verdict": "undefined (a constant or non-finite similarity)"}
 
-    def diff(g, x, y):
-        return stats.spearmanr(g, x)[0] - stats.spearmanr(g, y)[0]
+    def diff(g, x, y, axis=-1):  # every resample at once (the same resamples as a loop over spearmanr)
+        return spearman_along(g, x, axis) - spearman_along(g, y, axis)
 
-    observed = diff(gold, a, b)
-    res = stats.bootstrap((gold, a, b), diff, paired=True, vectorized=False, n_resamples=n_resamples,
+    observed = stats.spearmanr(gold, a)[0] - stats.spearmanr(gold, b)[0]
+    res = stats.bootstrap((gold, a, b), diff, paired=True, vectorized=True, n_resamples=n_resamples,
                           confidence_level=confidence, method="percentile", random_state=seed)
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     verdict = "not significant" if low <= 0 <= high else ("first better" if low > 0 else "second better")

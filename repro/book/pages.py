@@ -23,6 +23,10 @@ P1_ROBUSTNESS_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "S
 
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
 NOTEBOOKS: dict[str, dict[str, dict]] = {
+    "claims_ledger": {  # reads the stored results of the pages whose claims it lists, for their parameters
+        "smoke": {"profile": "smoke"},
+        "standard": {"profile": "standard"},
+    },
     "p1_layer_correlation": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "n_sentences": 64},
         "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "n_sentences": 1000},

@@ -1,0 +1,197 @@
+"""The claims ledger: every claim of the three papers the book tests, one row each, from each paper's claims
+module on the stored results of the page that tests it (the pages' own parameters, :mod:`repro.book.pages`).
+
+Columns: paper, claim, scale (what the verdict was computed on), ours (the difference the test is about,
+points x100), paper (quoted, with its source), test, statistic, verdict, page. Nothing here is typed: each
+verdict is the claims module's, and a quoted number comes from the paper's ``quoted`` module or from the claim
+text the claims module gives. Verdicts are "supported", "contradicted", "not supported (no significant
+difference)", "inconclusive (...)", "untestable" or "missing results" (as the claims modules define them).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims
+from repro.autoregembed.claims import table_claims as p3_claims
+from repro.autoregembed.experiments.ablations import ablation_scores
+from repro.autoregembed.experiments.configs import page_configs
+from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
+from repro.autoregembed.experiments.tables import method_scores
+from repro.book.pages import page_parameters
+from repro.core.comparison import per_task_scores
+from repro.core.tasks import describe_suite
+from repro.embedfilter.claims import best_variant_tests, tests_against_raw
+from repro.embedfilter.filters import sweep_variants
+from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
+from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
+from repro.embedfilter.sweep import parse_run, sweep_scores
+from repro.pooling_attention.claims import TABLE_CLAIMS, best_vs_last_layer
+from repro.pooling_attention.claims import table_claims as p1_claims
+from repro.pooling_attention.converged import converged_scores, seeded_claims
+from repro.pooling_attention.layerwise import layerwise
+from repro.pooling_attention.trained import evaluate_models
+
+COLUMNS = ["paper", "claim", "scale", "ours", "paper (quoted)", "test", "statistic", "verdict", "page"]
+PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
+          2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
+          3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
+WILCOXON = "Wilcoxon signed-rank over tasks, two-sided, p < 0.05"
+NOT_QUOTED = "not quoted in the book"
+
+
+def _fmt_p(p) -> str:
+    return "" if p is None or pd.isna(p) else f"p = {float(p):.4f}"
+
+
+def _from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: str = WILCOXON,
+                 quoted: pd.Series | None = None) -> pd.DataFrame:
+    """Rows of a :func:`repro.core.comparison.claims_table`-shaped frame (the shared claim schema)."""
+    if claims.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    where = [", ".join(str(x) for x in (category, comparison) if x is not None and not pd.isna(x) and x != "all")
+             for category, comparison in zip(claims["category"], claims.get("comparison", [None] * len(claims)))]
+    claim = claims["claim (paper)"] + pd.Series([f" [{w}]" if w else "" for w in where], index=claims.index)
+    return pd.DataFrame({
+        "paper": PAPERS[paper], "claim": claim, "scale": scale, "ours": claims["difference"].round(2),
+        "paper (quoted)": quoted if quoted is not None else NOT_QUOTED, "test": test,
+        "statistic": claims["p (Wilcoxon)"].map(_fmt_p) + ", " + claims["paired"].astype(str) + " paired",
+        "verdict": claims["verdict at our scale"], "page": page})
+
+
+def paper1_rows(profile: str = "standard") -> pd.DataFrame:
+    """Figure 2 (the best layer against the last, over all tasks, per backbone) and Tables 2-4 (the designs'
+    claims on the first backbone of the Tables page)."""
+    rows = []
+    fig = page_parameters("p1_layerwise_mteb", profile)
+    frames = [layerwise(b, fig["suite"], tasks=fig["tasks"], layer_step=fig["layer_step"], progress=False)
+              .assign(backbone=b) for b in fig["backbones"]]
+    scores = pd.concat(frames, ignore_index=True)
+    scores["score"] = scores["main_score"] * 100
+    layers = best_vs_last_layer(scores)
+    for _, r in layers[layers.category == "all tasks"].iterrows():
+        differs = r["best layer"] != r["last layer"]
+        verdict = ("supported" if differs and r["verdict"] == "significant: first better" else
+                   "untestable" if str(r["verdict"]).startswith("untestable") else
+                   "not supported (no significant difference)")
+        rows.append({"paper": PAPERS[1], "claim": "the last layer is not always the best (Figure 2)",
+                     "scale": f"{r['backbone']}, EOS pooling, {r['tasks']} tasks, '{fig['suite']}' suite",
+                     "ours": round(r["best score"] - r["last score"], 2), "paper (quoted)": NOT_QUOTED,
+                     "test": WILCOXON, "statistic": f"p = {r['p (Wilcoxon)']:.4f}, best layer {r['best layer']} "
+                                                    f"vs last {r['last layer']}",
+                     "verdict": verdict, "page": "p1_layerwise_mteb"})
+    t = page_parameters("p1_tables", profile)
+    backbone = t["backbones"][0]
+    train = {k: t[k] for k in ("steps", "batch_size", "max_length", "validation_sts_pairs", "validation_triplets",
+                               "seed")}
+    wide = per_task_scores(evaluate_models(backbone, t["models"], t["suite"], t["tasks"], **train))
+    scale = (f"{backbone}, models {t['models']}, {t['steps']} steps x {t['batch_size']} SNLI triplets (the earlier "
+             f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
+    parts = [pd.DataFrame(rows, columns=COLUMNS), _from_claims(1, p1_claims(wide), scale, "p1_tables")]
+    # the same claims under the declared budget rule, for the pairs of models with converged runs stored
+    frame, _ = converged_scores(backbone, t["models"])
+    if len(frame):
+        have = set(frame["model"])
+        claims = [c for c in TABLE_CLAIMS if c[1] in have and c[2] in have]
+        seeds = frame.groupby("model")["seed"].nunique()
+        converged = seeded_claims(frame, claims)
+        scale = (f"{backbone}, converged runs (budget rule, cap 600 x 16, Paper 1 mix), seeds per model "
+                 f"{dict(seeds)}, 'compact' suite")
+        parts.append(_from_claims(1, converged, scale, "p1_converged",
+                                  test=WILCOXON + " on seed-averaged scores, held to the seed spread"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _quoted_gain(prompt: str, variant: str) -> str:
+    """The paper's own gain of ``variant`` over raw for ``prompt``, per backbone it reports (quoted)."""
+    table = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
+    table = table[table.prompt.str.lower() == prompt.lower()].pivot_table(index="backbone", columns="variant",
+                                                                          values="score")
+    if variant not in table or "raw" not in table:
+        return NOT_QUOTED
+    gains = (table[variant] - table["raw"]).dropna()
+    return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({P2_SOURCE})"
+
+
+def paper2_rows(profile: str = "standard") -> pd.DataFrame:
+    """The main table (edge/2 against raw, per backbone x prompt) and the filter-type ablation (edge/2 is the
+    best ratio-2 filter)."""
+    rows = []
+    main = page_parameters("p2_main_table", profile)
+    skipped = [parse_run(r) for r in main["skip_runs"]]
+    runs = [(b, p) for b in main["backbones"] for p in main["prompts"] if (b, p) not in skipped]
+    scores = sweep_scores(runs, main["suite"], main["tasks"], sweep_variants(main["ratios"]))
+    for _, r in tests_against_raw(scores, ["edge/2"]).iterrows():
+        test = str(r["verdict"])
+        verdict = ("supported" if test == "significant: edge/2 better" else
+                   "contradicted" if test.startswith("significant") else
+                   "untestable" if test.startswith("untestable") else "not supported (no significant difference)")
+        rows.append({"paper": PAPERS[2], "claim": "EmbedFilter (edge, ratio 2) improves on the raw embedding",
+                     "scale": f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{main['suite']}' suite",
+                     "ours": r["mean difference vs raw"], "paper (quoted)": _quoted_gain(r["prompt"], "edge/2"),
+                     "test": WILCOXON, "statistic": f"p = {r['p (Wilcoxon)']:.4f}, {r['wins']} wins / "
+                                                    f"{r['losses']} losses",
+                     "verdict": verdict, "page": "p2_main_table"})
+    types = page_parameters("p2_filter_types", profile)
+    skipped = [parse_run(r) for r in types["skip_runs"]]
+    runs = [(b, p) for b in types["backbones"] for p in types["prompts"] if (b, p) not in skipped]
+    variants = sweep_variants(types["ratios"])
+    ablation = ["raw"] + [v for v in variants if v.endswith("/2")]
+    scores = sweep_scores(runs, types["suite"], types["tasks"], variants)
+    _, summary = best_variant_tests(scores, "edge/2", ablation)
+    others = {k: v for k, v in PAPER_ABLATION.items() if k != "edge/2"}
+    runner_up = max(others, key=others.get)
+    for (b, p), r in summary.iterrows():
+        rows.append({"paper": PAPERS[2], "claim": "edge is the best ratio-2 filter (against the other filters and "
+                     "the baselines)", "scale": f"{b}, {p}, {scores.task.nunique()} tasks, '{types['suite']}' suite",
+                     "ours": f"significantly better than {r.significantly_better} of {r.compared}, worse than "
+                             f"{r.significantly_worse}",
+                     "paper (quoted)": f"edge/2 {PAPER_ABLATION['edge/2']} vs the next best {runner_up} "
+                                       f"{others[runner_up]} (Qwen2.5-0.5B, PromptEOL, ablation subset; {P2_SOURCE})",
+                     "test": WILCOXON + ", against each other variant", "statistic": "",
+                     "verdict": r.iloc[-1], "page": "p2_filter_types"})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def paper3_rows(profile: str = "standard") -> pd.DataFrame:
+    """Tables 1-2, data efficiency (pooled over sizes and seeds) and the ablations, as the summary page."""
+    t, d, a = (page_parameters(name, profile) for name in ("p3_tables", "p3_data_efficiency", "p3_ablations"))
+    (_, base_t), (_, base_d), (_, base_a) = (page_configs(**(p | {"recompute": False})) for p in (t, d, a))
+    wide = per_task_scores(method_scores(base_t, t["suite"], t["tasks"], t["methods"]), column="method")
+    curve = data_efficiency_scores(base_d, d["sizes"], d["seeds"], d["epochs"], d["methods"], d["suite"], d["tasks"])
+    flat = data_efficiency_references(base_d, d["references"], d["suite"], d["tasks"])
+    variants = per_task_scores(ablation_scores(base_a, a["variants"], a["temperatures"], a["betas"], a["suite"],
+                                               a["tasks"]), column="variant")
+    ablations = ablation_claims(variants)
+    quoted_ablation = ablations["paper (quoted STS average)"].map(
+        lambda v: NOT_QUOTED if pd.isna(v) else f"{v} (STS average of the variant, quoted from the paper)")
+    step = f"{base_t.steps} stage-2 steps x {base_t.batch_size} triplets, seed {base_t.seed}"
+    parts = [
+        _from_claims(3, p3_claims(wide), f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
+                     quoted="in the claim text (quoted from the paper's Tables 1-2)"),
+        _from_claims(3, data_efficiency_claims(curve, references=flat),
+                     f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
+                     "p3_data_efficiency", test="Wilcoxon signed-rank over (size, seed) points, two-sided, p < 0.05"),
+        _from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, '{a['suite']}' "
+                     "suite", "p3_ablations", quoted=quoted_ablation),
+        _from_claims(3, grid_claims(variants, (base_a.temperature, base_a.beta)),
+                     f"{base_a.backbone}, temperature x beta grid, '{a['suite']}' suite", "p3_ablations"),
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def claims_ledger(profile: str = "standard") -> pd.DataFrame:
+    """Every tested claim of the three papers (:data:`COLUMNS`), read from the stored results of the pages."""
+    return pd.concat([paper1_rows(profile), paper2_rows(profile), paper3_rows(profile)], ignore_index=True)
+
+
+def verdict_counts(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Per paper: how many claims got each verdict."""
+    return ledger.groupby(["paper", "verdict"]).size().unstack(fill_value=0)
+
+
+def describe_scales(profile: str = "standard") -> str:
+    """The suites the ledger's pages use, with their caps (one line each)."""
+    suites = sorted({page_parameters(n, profile)["suite"] for n in ("p1_layerwise_mteb", "p1_tables",
+                                                                    "p2_main_table", "p3_tables")})
+    return "; ".join(f"'{s}': {describe_suite(s)}" for s in suites)

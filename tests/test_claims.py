@@ -241,3 +241,22 @@ def test_identical_scores_are_no_difference_only_where_a_difference_could_have_b
     assert wilcoxon_over_tasks([50.0], [50.0])["verdict"].startswith("untestable at n=1")
     wide = scores({"a": [50.0], "b": [50.0]}, categories=("STS",))
     assert claim_verdict(wide, "a beats b", "a", "b", "STS")["verdict at our scale"] == "untestable"
+
+
+def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
+    from repro.book import ledger
+    from repro.pooling_attention.claims import TABLE_CLAIMS
+
+    rng = np.random.default_rng(1)
+    base = rng.uniform(40, 60, 8)
+    wide = scores({1: base, 4: base + rng.uniform(-0.2, 0.2, 8), 5: base + 5 + rng.uniform(0, 1, 8)})
+    claims = claims_table(wide, [c for c in TABLE_CLAIMS if {c[1], c[2]} <= {1, 4, 5} and c[3] == "STS"])
+    rows = ledger._from_claims(1, claims, "a scale", "p1_tables")
+    assert list(rows.columns) == ledger.COLUMNS and len(rows) == len(claims)
+    assert rows["verdict"].tolist() == claims["verdict at our scale"].tolist()  # never re-judged
+    assert rows["verdict"].eq("supported").all() and rows["claim"].str.contains(r"\[STS, 5 vs [14]\]").all()
+    assert rows["statistic"].str.match(r"p = 0\.\d{4}, 8 paired").all()
+    counts = ledger.verdict_counts(pd.concat([rows, rows.assign(verdict="untestable")]))
+    assert counts.loc[ledger.PAPERS[1]].to_dict() == {"supported": len(rows), "untestable": len(rows)}
+    assert "Qwen2.5-0.5B: +4.50" in ledger._quoted_gain("prompteol", "edge/2")
+    assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED

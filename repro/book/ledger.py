@@ -59,12 +59,13 @@ def _from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: 
         "verdict": claims["verdict at our scale"], "page": page})
 
 
-def paper1_rows(profile: str = "standard") -> pd.DataFrame:
+def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
     """Figure 2 (the best layer against the last, over all tasks, per backbone) and Tables 2-4 (the designs'
     claims on the first backbone of the Tables page)."""
     rows = []
     fig = page_parameters("p1_layerwise_mteb", profile)
-    frames = [layerwise(b, fig["suite"], tasks=fig["tasks"], layer_step=fig["layer_step"], progress=False)
+    frames = [layerwise(b, fig["suite"], tasks=fig["tasks"], layer_step=fig["layer_step"], progress=False,
+                        recompute=recompute)
               .assign(backbone=b) for b in fig["backbones"]]
     scores = pd.concat(frames, ignore_index=True)
     scores["score"] = scores["main_score"] * 100
@@ -84,7 +85,7 @@ def paper1_rows(profile: str = "standard") -> pd.DataFrame:
     backbone = t["backbones"][0]
     train = {k: t[k] for k in ("steps", "batch_size", "max_length", "validation_sts_pairs", "validation_triplets",
                                "seed")}
-    wide = per_task_scores(evaluate_models(backbone, t["models"], t["suite"], t["tasks"], **train))
+    wide = per_task_scores(evaluate_models(backbone, t["models"], t["suite"], t["tasks"], recompute, **train))
     scale = (f"{backbone}, models {t['models']}, {t['steps']} steps x {t['batch_size']} SNLI triplets (the earlier "
              f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
     parts = [pd.DataFrame(rows, columns=COLUMNS), _from_claims(1, p1_claims(wide), scale, "p1_tables")]
@@ -113,14 +114,14 @@ def _quoted_gain(prompt: str, variant: str) -> str:
     return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({P2_SOURCE})"
 
 
-def paper2_rows(profile: str = "standard") -> pd.DataFrame:
+def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
     """The main table (edge/2 against raw, per backbone x prompt) and the filter-type ablation (edge/2 is the
     best ratio-2 filter)."""
     rows = []
     main = page_parameters("p2_main_table", profile)
     skipped = [parse_run(r) for r in main["skip_runs"]]
     runs = [(b, p) for b in main["backbones"] for p in main["prompts"] if (b, p) not in skipped]
-    scores = sweep_scores(runs, main["suite"], main["tasks"], sweep_variants(main["ratios"]))
+    scores = sweep_scores(runs, main["suite"], main["tasks"], sweep_variants(main["ratios"]), recompute)
     for _, r in tests_against_raw(scores, ["edge/2"]).iterrows():
         test = str(r["verdict"])
         verdict = ("supported" if test == "significant: edge/2 better" else
@@ -137,7 +138,7 @@ def paper2_rows(profile: str = "standard") -> pd.DataFrame:
     runs = [(b, p) for b in types["backbones"] for p in types["prompts"] if (b, p) not in skipped]
     variants = sweep_variants(types["ratios"])
     ablation = ["raw"] + [v for v in variants if v.endswith("/2")]
-    scores = sweep_scores(runs, types["suite"], types["tasks"], variants)
+    scores = sweep_scores(runs, types["suite"], types["tasks"], variants, recompute)
     _, summary = best_variant_tests(scores, "edge/2", ablation)
     others = {k: v for k, v in PAPER_ABLATION.items() if k != "edge/2"}
     runner_up = max(others, key=others.get)
@@ -153,15 +154,16 @@ def paper2_rows(profile: str = "standard") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def paper3_rows(profile: str = "standard") -> pd.DataFrame:
+def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
     """Tables 1-2, data efficiency (pooled over sizes and seeds) and the ablations, as the summary page."""
     t, d, a = (page_parameters(name, profile) for name in ("p3_tables", "p3_data_efficiency", "p3_ablations"))
-    (_, base_t), (_, base_d), (_, base_a) = (page_configs(**(p | {"recompute": False})) for p in (t, d, a))
-    wide = per_task_scores(method_scores(base_t, t["suite"], t["tasks"], t["methods"]), column="method")
-    curve = data_efficiency_scores(base_d, d["sizes"], d["seeds"], d["epochs"], d["methods"], d["suite"], d["tasks"])
-    flat = data_efficiency_references(base_d, d["references"], d["suite"], d["tasks"])
+    (_, base_t), (_, base_d), (_, base_a) = (page_configs(**(p | {"recompute": recompute})) for p in (t, d, a))
+    wide = per_task_scores(method_scores(base_t, t["suite"], t["tasks"], t["methods"], recompute=recompute), column="method")
+    curve = data_efficiency_scores(base_d, d["sizes"], d["seeds"], d["epochs"], d["methods"], d["suite"], d["tasks"],
+                                   recompute=recompute)
+    flat = data_efficiency_references(base_d, d["references"], d["suite"], d["tasks"], recompute=recompute)
     variants = per_task_scores(ablation_scores(base_a, a["variants"], a["temperatures"], a["betas"], a["suite"],
-                                               a["tasks"]), column="variant")
+                                               a["tasks"], recompute=recompute), column="variant")
     ablations = ablation_claims(variants)
     quoted_ablation = ablations["paper (quoted STS average)"].map(
         lambda v: NOT_QUOTED if pd.isna(v) else f"{v} (STS average of the variant, quoted from the paper)")
@@ -180,9 +182,11 @@ def paper3_rows(profile: str = "standard") -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def claims_ledger(profile: str = "standard") -> pd.DataFrame:
-    """Every tested claim of the three papers (:data:`COLUMNS`), read from the stored results of the pages."""
-    return pd.concat([paper1_rows(profile), paper2_rows(profile), paper3_rows(profile)], ignore_index=True)
+def claims_ledger(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """Every tested claim of the three papers (:data:`COLUMNS`), read from the stored results of the pages
+    (``recompute``: the pages' results computed again, as their own ``recompute`` parameter)."""
+    return pd.concat([paper1_rows(profile, recompute), paper2_rows(profile, recompute),
+                      paper3_rows(profile, recompute)], ignore_index=True)
 
 
 def verdict_counts(ledger: pd.DataFrame) -> pd.DataFrame:

@@ -64,6 +64,12 @@ def quiet() -> None:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     datasets.disable_progress_bars()
+    # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
+    # fonts that stay readable at that width
+    import matplotlib as mpl
+
+    mpl.rcParams.update({"figure.dpi": 120, "savefig.dpi": 120, "font.size": 11, "axes.titlesize": 12,
+                         "axes.labelsize": 11, "legend.fontsize": 10})
 
 
 def say(text: str, width: int = 78) -> None:

@@ -36,8 +36,9 @@ COLUMNS = ["paper", "claim", "scale", "ours", "paper (quoted)", "test", "statist
 PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
           2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
           3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
-WILCOXON = "Wilcoxon signed-rank over tasks, two-sided, p < 0.05"
+WILCOXON = "Wilcoxon over tasks"  # signed-rank, two-sided, p < 0.05 (the page's prose says so once)
 NOT_QUOTED = "not quoted in the book"
+VERDICTS = {"not supported at this scale": "not supported (no significant difference)"}  # one wording for all
 
 
 def _fmt_p(p) -> str:
@@ -99,7 +100,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
         scale = (f"{backbone}, converged runs (budget rule, cap 600 x 16, Paper 1 mix), seeds per model "
                  f"{dict(seeds)}, 'compact' suite")
         parts.append(_from_claims(1, converged, scale, "p1_converged",
-                                  test=WILCOXON + " on seed-averaged scores, held to the seed spread"))
+                                  test=WILCOXON + ", seed-averaged, held to the seed spread"))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -150,7 +151,7 @@ def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                      "paper (quoted)": f"edge/2 {PAPER_ABLATION['edge/2']} vs the next best {runner_up} "
                                        f"{others[runner_up]} (Qwen2.5-0.5B, PromptEOL, ablation subset; {P2_SOURCE})",
                      "test": WILCOXON + ", against each other variant", "statistic": "",
-                     "verdict": r.iloc[-1], "page": "p2_filter_types"})
+                     "verdict": VERDICTS.get(r.iloc[-1], r.iloc[-1]), "page": "p2_filter_types"})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -173,7 +174,7 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                      quoted="in the claim text (quoted from the paper's Tables 1-2)"),
         _from_claims(3, data_efficiency_claims(curve, references=flat),
                      f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
-                     "p3_data_efficiency", test="Wilcoxon signed-rank over (size, seed) points, two-sided, p < 0.05"),
+                     "p3_data_efficiency", test="Wilcoxon over (size, seed) points"),
         _from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, '{a['suite']}' "
                      "suite", "p3_ablations", quoted=quoted_ablation),
         _from_claims(3, grid_claims(variants, (base_a.temperature, base_a.beta)),

@@ -64,11 +64,50 @@ def git_state() -> dict:
     return {"commit": run("rev-parse", "HEAD") or None, "dirty": bool(run("status", "--porcelain", "--", "repro"))}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what ``platform`` knows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+_GEMM: dict = {}
+
+
+def gemm_gflops(size: int = 1024, repeats: int = 5) -> float:
+    """This process's fp32 matrix-multiply rate in GFLOP/s (torch, its current threads), measured once per
+    process: what a stored timing was measured against (machines here differ by 2-4x)."""
+    if "rate" not in _GEMM:
+        import time
+
+        import torch
+
+        a, b = torch.randn(size, size), torch.randn(size, size)
+        a @ b
+        start = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        _GEMM["rate"] = round(repeats * 2 * size ** 3 / (time.perf_counter() - start) / 1e9, 1)
+        _GEMM["threads"] = torch.get_num_threads()
+    return _GEMM["rate"]
+
+
+def machine() -> dict:
+    """The machine a result was computed on: platform, CPU model, CPU count, torch threads, fp32 GEMM rate."""
+    rate = gemm_gflops()
+    return {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
+            "cpu_model": cpu_model(), "torch_threads": _GEMM["threads"], "gemm_gflops_fp32": rate}
+
+
 def provenance() -> dict:
     return {
         "packages": package_versions(),
         "git": git_state(),
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()},
+        "machine": machine(),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "lane": os.environ.get("REPRO_LANE") or None,  # which of several processes sharing a page computed it
     }

@@ -69,10 +69,19 @@ def pending_page(name: str, reason: str, output_dir: Path) -> Path:
     return output
 
 
+def _declares(name: str, parameter: str) -> bool:
+    """Whether notebook ``name``'s parameters cell sets ``parameter``."""
+    nb = nbformat.read(NOTEBOOKS_DIR / f"{name}.ipynb", as_version=4)
+    return any(line.split("=")[0].strip() == parameter for cell in nb.cells
+               if "parameters" in cell.metadata.get("tags", []) for line in cell.source.splitlines() if "=" in line)
+
+
 def execute(name: str, profile: str, overrides: dict | None = None, recompute: bool = False,
             output_dir: Path = BOOK_DIR, compute_pending: bool = False) -> Path:
 
-    params = page_parameters(name, profile, overrides) | {"recompute": recompute}  # checks name, profile, overrides
+    params = page_parameters(name, profile, overrides)  # checks name, profile, overrides
+    if recompute or _declares(name, "recompute"):  # a page that reads only what others store has no recompute
+        params["recompute"] = recompute
     if profile == "standard" and name in PENDING and not compute_pending:
         return pending_page(name, PENDING[name], output_dir)
     output = output_dir / f"{name}.ipynb"

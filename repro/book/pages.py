@@ -156,6 +156,10 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},
     },
+    "book_cost": {  # reads the timings and provenance of every stored result
+        "smoke": {"profile": "smoke"},
+        "standard": {"profile": "standard"},
+    },
 }
 PROFILES = ("smoke", "standard")
 

@@ -110,6 +110,7 @@ def provenance() -> dict:
         "machine": machine(),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "lane": os.environ.get("REPRO_LANE") or None,  # which of several processes sharing a page computed it
+        "page": os.environ.get("REPRO_NOTEBOOK") or None,  # the book page whose build computed it (repro.book.build)
     }
 
 

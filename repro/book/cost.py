@@ -1,0 +1,112 @@
+"""The cost of this book, read from what every stored result carries (``results/<experiment>/*.json``): its
+timings and its provenance (machine, date, commit). Nothing is measured here.
+
+* :func:`stored_costs`: one row per stored result: the experiment, the wall-clock seconds its computation took as
+  stored (:func:`seconds_of`), the machine (CPU model and count, the fp32 GEMM rate where recorded) and the date.
+* :func:`per_experiment`, :func:`per_page` (through :data:`EXPERIMENT_PAGES`, which pages read an experiment),
+  :func:`per_run` (the training runs) and :func:`machines`.
+
+Timings are wall-clock seconds of the computation that produced the result, measured by the code that stored
+it; results stored without a timing count as unknown, never as zero.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from repro.store.paths import results_dir
+
+# Which pages read each experiment's results (the book's pages, repro.book.pages). An experiment several pages
+# read counts in each of them on the per-page table.
+EXPERIMENT_PAGES: dict[str, tuple[str, ...]] = {
+    "p1_layer_correlation": ("p1_layer_correlation",),
+    "layerwise": ("p1_layerwise_mteb",),
+    "p1_massive_activations": ("p1_layerwise_mteb",),
+    "trained_runs": ("p1_train", "p1_tables", "p1_robustness", "p1_converged", "p3_tables", "p3_data_efficiency"),
+    "trained_scores": ("p1_train", "p1_tables", "p1_robustness", "p1_converged", "p3_tables", "p3_data_efficiency"),
+    "embedfilter": ("p2_main_table", "p2_filter_types", "p2_dimension_cost"),
+    "embedfilter_cost": ("p2_dimension_cost",),
+    "embedfilter_lens": ("p2_vocab_probe", "p2_spectrum"),
+    "autoreg_runs": ("p3_tables", "p3_data_efficiency", "p3_ablations"),
+    "autoreg_scores": ("p3_tables", "p3_data_efficiency", "p3_ablations"),
+    "autoreg_untrained": ("p3_tables", "p3_data_efficiency"),
+    "autoreg_uninformative": ("p3_tables",),
+    "autoreg_probe": ("p3_ablations",),
+    "autoreg_cost": ("p3_memory",),
+    "reference_minilm": ("reproducibility",),
+}
+RUN_EXPERIMENTS = ("trained_runs", "autoreg_runs")
+WHOLE = ("total_seconds",)  # a timing that already covers the others of its record
+PARTS = ("train_seconds", "task_seconds", "seconds", "filter_build_seconds")
+
+
+def seconds_of(timings: dict) -> float | None:
+    """The wall-clock seconds a stored result took: ``total_seconds`` where stored, else the sum of its parts
+    (training, task scoring, filter building); None when the result stored no timing."""
+    for key in WHOLE:
+        if key in timings:
+            return float(timings[key])
+    parts = [float(timings[k]) for k in PARTS if k in timings]
+    return sum(parts) if parts else None
+
+
+def stored_costs() -> pd.DataFrame:
+    """One row per stored result (see the module docstring)."""
+    rows = []
+    for folder in sorted(p for p in results_dir().iterdir() if p.is_dir()):
+        for path in sorted(folder.glob("*.json")):
+            record = json.loads(path.read_text())
+            machine = record.get("provenance", {}).get("machine", {})
+            rows.append({"experiment": record.get("experiment", folder.name), "result": path.stem,
+                         "seconds": seconds_of(record.get("timings") or {}),
+                         "cpu_model": machine.get("cpu_model", "not recorded"), "cpus": machine.get("cpus"),
+                         "gemm_gflops_fp32": machine.get("gemm_gflops_fp32"),
+                         "date": record.get("provenance", {}).get("date"),
+                         "commit": (record.get("provenance", {}).get("git") or {}).get("commit")})
+    return pd.DataFrame(rows, columns=["experiment", "result", "seconds", "cpu_model", "cpus", "gemm_gflops_fp32",
+                                       "date", "commit"])
+
+
+def per_experiment(costs: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment: results stored, how many carry a timing, their hours, the first and last date."""
+    grouped = costs.groupby("experiment")
+    table = pd.DataFrame({"results": grouped.size(), "timed": grouped["seconds"].count(),
+                          "hours (wall clock)": grouped["seconds"].sum(min_count=1) / 3600,
+                          "first": grouped["date"].min(), "last": grouped["date"].max()})
+    table["pages"] = [", ".join(EXPERIMENT_PAGES.get(e, ("(no page)",))) for e in table.index]
+    return table.sort_values("hours (wall clock)", ascending=False)
+
+
+def per_page(costs: pd.DataFrame) -> pd.DataFrame:
+    """Per page: the hours of the experiments it reads (timed results only) and how many results lack a
+    timing. An experiment several pages share counts in each."""
+    experiments = per_experiment(costs)
+    rows = []
+    pages = sorted({p for ps in EXPERIMENT_PAGES.values() for p in ps})
+    for page in pages:
+        read = [e for e, ps in EXPERIMENT_PAGES.items() if page in ps and e in experiments.index]
+        part = experiments.loc[read]
+        rows.append({"page": page, "experiments": ", ".join(read), "results": int(part["results"].sum()),
+                     "untimed results": int((part["results"] - part["timed"]).sum()),
+                     "hours (wall clock)": float(part["hours (wall clock)"].sum())})
+    return pd.DataFrame(rows).set_index("page").sort_values("hours (wall clock)", ascending=False)
+
+
+def per_run(costs: pd.DataFrame) -> pd.DataFrame:
+    """The training runs (Paper 1 designs and contrastive baselines, AutoRegEmbed stages): their training
+    hours, machine and date, longest first."""
+    runs = costs[costs.experiment.isin(RUN_EXPERIMENTS)].copy()
+    runs["training hours"] = runs["seconds"] / 3600
+    return runs[["experiment", "result", "training hours", "cpu_model", "gemm_gflops_fp32", "date"]].sort_values(
+        "training hours", ascending=False).reset_index(drop=True)
+
+
+def machines(costs: pd.DataFrame) -> pd.DataFrame:
+    """The machines results were computed on (CPU model and count, as recorded), with their results and hours."""
+    keyed = costs.assign(cpu_model=costs["cpu_model"].fillna("not recorded"), cpus=costs["cpus"].fillna(-1))
+    table = keyed.groupby(["cpu_model", "cpus"]).agg(results=("result", "size"),
+                                                     hours=("seconds", lambda s: s.sum(min_count=1) / 3600),
+                                                     gemm_gflops_fp32=("gemm_gflops_fp32", "median"))
+    return table.rename(index={-1: "not recorded"}, level="cpus")

@@ -206,3 +206,26 @@ def test_select_returns_one_layer_and_pooling_equal_to_the_full_result(tiny):
         one = encode(tiny, TEXTS + TEXTS[:2], config, progress=False, select=(pooling, position))
         assert list(one) == [pooling] and one[pooling].shape == (1, len(TEXTS) + 2, tiny.hidden_size)
         np.testing.assert_array_equal(one[pooling][0], full[pooling][position])
+
+
+def test_a_bf16_backbone_encodes_on_cpu_under_its_own_cache_key(tiny_dir, tmp_path):
+    import torch
+
+    from repro.core.backbones import load_backbone, resolve_dtype
+    from repro.core.encode import settings_key
+
+    full, half = load_backbone(tiny_dir), load_backbone(tiny_dir, dtype="bfloat16")
+    assert next(full.model.parameters()).dtype == torch.float32  # fp32 by default on CPU
+    assert next(half.model.parameters()).dtype == torch.bfloat16
+    config = EncodeConfig(prompt="none", poolings=("last",))
+    assert settings_key(full, config)["dtype"] != settings_key(half, config)["dtype"]
+    texts = ["a man plays a guitar", "rain tomorrow", "a man plays a guitar loudly"]
+    a = encode(full, texts, config, cache_root=tmp_path)["last"]
+    b = encode(half, texts, config, cache_root=tmp_path)["last"]
+    assert b.dtype == np.float32 and np.isfinite(b).all() and not np.array_equal(a, b)
+    assert len(list(tmp_path.iterdir())) == 2  # two cache folders, one per dtype
+    cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    assert cos.min() > 0.98  # the same model, in lower precision
+    assert resolve_dtype(None, "cuda") == torch.bfloat16 and resolve_dtype(None, "cpu") == torch.float32
+    with pytest.raises(ValueError, match="unknown dtype 'fp8'"):
+        load_backbone(tiny_dir, dtype="fp8")

@@ -129,7 +129,7 @@ class AutoRegModel(nn.Module):
 def build_autoreg(config, device: str | None = None) -> AutoRegModel:
     """Encoder (the backbone, full or LoRA), a frozen copy of the original as decoder, compression tokens."""
     torch.manual_seed(config.seed)
-    backbone = load_backbone(config.backbone, device=device)
+    backbone = load_backbone(config.backbone, device=device, dtype="float32")
     decoder = None
     if config.finetune == "full":
         decoder = copy.deepcopy(backbone.model).eval()

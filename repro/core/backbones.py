@@ -222,14 +222,36 @@ class Backbone:
         return out.hidden_states
 
 
-def load_backbone(name: str = "smollm2-135m", attention: str = "causal", device: str | None = None) -> Backbone:
-    """Load a backbone in fp32 (CPU) or bf16-capable CUDA; attention ``causal`` or ``bidirectional``."""
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# The book's stored experiments load backbones in fp32 on every device: their result keys predate the dtype, so a
+# bf16 result on a GPU would share an fp32 result's key. Direct use (encode, Embedder) gets bf16 on CUDA.
+STORED_DTYPE = "float32"
+
+
+def resolve_dtype(dtype, device: str) -> torch.dtype:
+    """``dtype`` (a name of :data:`DTYPES`, a torch dtype, or None: bf16 on CUDA, fp32 elsewhere: bf16 matmul is
+    ~100x slower than fp32 on these CPUs)."""
+    if dtype is None:
+        return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+    if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype]
+    raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)} (or None: bf16 on CUDA, fp32 on CPU)")
+
+
+def load_backbone(name: str = "smollm2-135m", attention: str = "causal", device: str | None = None,
+                  dtype: str | torch.dtype | None = None) -> Backbone:
+    """Load a backbone on ``device`` (default CUDA if available, else CPU) in ``dtype`` (default bf16 on CUDA,
+    fp32 on CPU; :func:`resolve_dtype`); attention ``causal`` or ``bidirectional``. Encoded states are cached per
+    dtype and device type (:func:`repro.core.encode.settings_key`); pooled states are returned in fp32."""
     if attention not in ATTENTION_MODES:
         raise ValueError(f"unknown attention mode '{attention}'; valid: {', '.join(ATTENTION_MODES)}")
 
-    path, revision = resolve(name)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa")
+    dtype = resolve_dtype(dtype, device)
+    path, revision = resolve(name)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
     plain_weights(model).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(path)
     backbone = Backbone(name=name, revision=revision, model=model, tokenizer=tokenizer)

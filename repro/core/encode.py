@@ -193,13 +193,17 @@ def _hash(obj) -> str:
 
 def settings_key(backbone: Backbone, config: EncodeConfig) -> dict:
     prompt = get_prompt(config.prompt)
-    return {
+    weights = next(backbone.model.parameters())
+    settings = {
         "backbone": backbone.identity,
         "prompt": asdict(prompt),
         "config": asdict(config),
         "encoder_version": ENCODER_VERSION,
-        "dtype": str(next(backbone.model.parameters()).dtype),
+        "dtype": str(weights.dtype),
     }
+    if weights.device.type != "cpu":  # (CPU keys predate the device: they stay as they were)
+        settings["device"] = weights.device.type
+    return settings
 
 
 def check_texts(texts) -> list[str]:

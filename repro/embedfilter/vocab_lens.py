@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from repro.core.backbones import load_backbone
+from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import encode
 from repro.core.samples import sentence_sample
 from repro.core.stats import wilcoxon_over_tasks
@@ -75,7 +75,7 @@ def vocabulary_probe(backbone_name: str, prompt: str = "prompteol", kind: str = 
 
     def compute():
         start = time.perf_counter()
-        backbone = load_backbone(backbone_name)
+        backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)
         config = encode_config(backbone, prompt)
         sentences = sentence_sample(n_sentences, seed)
         states = encode(backbone, list(EXAMPLES) + sentences, config, progress=False)[config.poolings[0]][0]
@@ -145,7 +145,7 @@ def spectrum_bands(backbone_name: str, prompt: str = "prompteol", n_sentences: i
 
     def compute():
         start = time.perf_counter()
-        backbone = load_backbone(backbone_name)
+        backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)
         config = encode_config(backbone, prompt)
         states = encode(backbone, sentence_sample(n_sentences, seed), config, progress=False)[config.poolings[0]][0]
         spectrum = unembedding_spectrum(backbone)

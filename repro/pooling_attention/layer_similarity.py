@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from repro.core.backbones import load_backbone, resolve
+from repro.core.backbones import STORED_DTYPE, load_backbone, resolve
 from repro.core.encode import EncodeConfig, encode
 from repro.core.samples import sentence_sample
 from repro.store.results import load_or_compute
@@ -77,7 +77,7 @@ def layer_correlation(backbone_name: str, n_sentences: int = 1000, pooling: str 
 
     def compute():
         start = time.perf_counter()
-        backbone = load_backbone(backbone_name)
+        backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)
         texts = sentence_sample(n_sentences, seed)
         states = encode(backbone, texts, EncodeConfig(prompt="none", poolings=(pooling,)), progress=False)[pooling]
         encoded = time.perf_counter() - start

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from repro.core.backbones import load_backbone
+from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences
@@ -64,7 +64,7 @@ def massive_activations(backbone_name: str, suite: str = "standard", task: str =
 
     def compute():
         start = time.perf_counter()
-        backbone = load_backbone(backbone_name)
+        backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)
         config = EncodeConfig(prompt="none")  # the Figure 2 setting: every layer, last and mean pooled
         reference = encode(backbone, nli_sentences(n_reference, seed), config, progress=False)["mean"]
         ratio, top_dim = dimension_dominance(reference)

@@ -132,7 +132,7 @@ def build_model(config: TrainConfig, device: str | None = None) -> EmbeddingMode
     """Backbone in the model's attention mode, LoRA adapters (peft), and the head (if any)."""
     spec = model_spec(config.model)
     torch.manual_seed(config.seed)
-    backbone = load_backbone(config.backbone, attention=spec.attention, device=device)
+    backbone = load_backbone(config.backbone, attention=spec.attention, device=device, dtype="float32")
     backbone.model = add_lora(backbone.model, config.lora_r, config.lora_alpha, config.lora_dropout)
     backbone.set_attention(spec.attention)
     head = make_head(spec, backbone.hidden_size, backbone.num_layers, latents=config.head_latents,

@@ -11,7 +11,7 @@ import pandas as pd
 
 from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS
-from repro.core.backbones import load_backbone
+from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
@@ -53,7 +53,7 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
 
             def compute(prompt=prompt, pooling=pooling, label=label, name=name):
                 if "backbone" not in state:
-                    state["backbone"] = load_backbone(backbone)
+                    state["backbone"] = load_backbone(backbone, dtype=STORED_DTYPE)
                 model = state["backbone"]
                 # every pooling of this prompt from one forward (the cache then serves the other label)
                 poolings = tuple(sorted({pool for pr, pool in UNTRAINED.values() if pr == prompt}))

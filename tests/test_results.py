@@ -45,3 +45,26 @@ def test_nan_scores_are_kept_as_missing_not_dropped():
 def test_bad_experiment_names_are_refused():
     with pytest.raises(ValueError):
         result_path("../escape", {})
+
+
+def test_the_cost_page_sums_stored_timings_and_counts_untimed_results_as_unknown(tmp_path, monkeypatch):
+    from repro.book import cost
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
+    rows = pd.DataFrame({"task": ["STS12"], "main_score": [0.5]})
+    save_result("trained_runs", {"run": 1}, rows, timings={"train_seconds": 3600.0})
+    save_result("layerwise", {"task": "a"}, rows, timings={"task_seconds": 1800.0, "tokens_upper_bound": 9e9})
+    save_result("p1_layer_correlation", {"b": 1}, rows, timings={"encode_seconds": 10.0, "total_seconds": 720.0})
+    save_result("autoreg_untrained", {"task": "a"}, rows)
+    costs = cost.stored_costs()
+    # total_seconds covers its parts; token counts are not seconds; no timing is unknown (NaN), never 0
+    assert costs.set_index("experiment")["seconds"].fillna(-1).to_dict() == {
+        "autoreg_untrained": -1, "layerwise": 1800.0, "p1_layer_correlation": 720.0, "trained_runs": 3600.0}
+    table = cost.per_experiment(costs)
+    assert table.loc["autoreg_untrained", "timed"] == 0 and pd.isna(table.loc["autoreg_untrained", "hours (wall clock)"])
+    assert table.loc["trained_runs", "hours (wall clock)"] == 1.0
+    pages = cost.per_page(costs)
+    assert pages.loc["p1_layerwise_mteb", "hours (wall clock)"] == 0.5
+    assert pages.loc["p3_tables", "untimed results"] == 1
+    assert cost.per_run(costs)["training hours"].tolist() == [1.0]
+    assert costs["cpu_model"].iloc[0] != "not recorded"  # provenance records it now

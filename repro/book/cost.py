@@ -63,7 +63,7 @@ def stored_costs() -> pd.DataFrame:
                          "seconds": seconds_of(record.get("timings") or {}),
                          "cpu_model": machine.get("cpu_model", "not recorded"), "cpus": machine.get("cpus"),
                          "gemm_gflops_fp32": machine.get("gemm_gflops_fp32"),
-                         "date": record.get("provenance", {}).get("date"),
+                         "date": (record.get("provenance", {}).get("date") or "")[:10] or None,  # the day
                          "commit": (record.get("provenance", {}).get("git") or {}).get("commit")})
     return pd.DataFrame(rows, columns=["experiment", "result", "seconds", "cpu_model", "cpus", "gemm_gflops_fp32",
                                        "date", "commit"])

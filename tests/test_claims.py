@@ -260,3 +260,25 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert counts.loc[ledger.PAPERS[1]].to_dict() == {"supported": len(rows), "untestable": len(rows)}
     assert "Qwen2.5-0.5B: +4.50" in ledger._quoted_gain("prompteol", "edge/2")
     assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
+
+
+def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next():
+    from repro.book.leaderboard import missing_rows, ranked
+    from repro.core.tasks import TASKS
+
+    rng = np.random.default_rng(2)
+    base = rng.uniform(30, 70, len(TASKS))
+    rows = []
+    for method, shift in (("strong", 8.0), ("close", 7.9), ("weak", 0.0)):
+        rows += [{"method": method, "task": t, "category": TASKS[t].category,
+                  "score": b + shift + rng.normal(0, 0.05)} for t, b in zip(TASKS, base)]
+    rows += [{"method": "partial", "task": t, "category": TASKS[t].category, "score": 99.0} for t in list(TASKS)[:5]]
+    scores = pd.DataFrame(rows)
+    table = ranked(scores)
+    assert list(table.index) == ["strong", "close", "weak"]  # the 5-task method is not ranked with them
+    assert table.loc["close", "vs next below"] == "significantly above"  # 19 tasks, a consistent 7.9 points
+    assert table.loc["weak", "vs next below"] == "" and (table["tasks"] == len(TASKS)).all()
+    assert table.loc["strong", "STS"] == pytest.approx(scores[(scores.method == "strong")
+                                                              & (scores.category == "STS")]["score"].mean())
+    missing = missing_rows(scores, ["strong", "partial", "never run"])
+    assert missing.set_index("method")["missing"].to_dict() == {"partial": len(TASKS) - 5, "never run": len(TASKS)}

@@ -23,6 +23,10 @@ P1_ROBUSTNESS_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "S
 
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
 NOTEBOOKS: dict[str, dict[str, dict]] = {
+    "leaderboard": {  # reads the stored compact scores of every method (repro.book.leaderboard)
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m"},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m"},
+    },
     "claims_ledger": {  # reads the stored results of the pages whose claims it lists, for their parameters
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},

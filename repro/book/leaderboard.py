@@ -1,0 +1,208 @@
+"""One leaderboard across the three papers: every method the book evaluates, on one backbone, one suite (every
+task at ``compact`` caps) and one harness, read from the result store only (nothing is computed here).
+
+Each row's per-task scores come from the store its method writes to:
+
+* the untrained last token and mean (no prompt): ``autoreg_untrained``;
+* PromptEOL and Echo, raw and with EmbedFilter edge/2: the EmbedFilter sweeps (``embedfilter``);
+* Paper 1's five designs under the declared budget rule, averaged over their stored seeds (``trained_scores``);
+* Paper 3's contrastive baselines, compression only and AutoRegEmbed (``trained_scores``, ``autoreg_scores``)
+  at the book's Tables 1-2 configuration;
+* all-MiniLM-L6-v2 as an independent reference (``reference_minilm``).
+
+:func:`leaderboard_scores` gathers them; :func:`missing_rows` lists what a full row still lacks and the command
+that computes it; :func:`ranked` gives category means, the overall mean and, for each method, the paired test
+(Wilcoxon over the tasks both have) against the method ranked just below it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
+from repro.autoregembed.experiments.configs import page_configs
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
+from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
+from repro.autoregembed.train import run_params as ar_run_params
+from repro.book.pages import page_parameters
+from repro.core.scoring import stored_per_task
+from repro.core.stats import wilcoxon_over_tasks
+from repro.core.tasks import TASKS, data_fingerprint
+from repro.embedfilter.sweep import stored_scores
+from repro.pooling_attention.converged import converged_scores, run_table
+from repro.store.identity import config_identity
+from repro.store.results import all_results, load_result
+from repro.training.contrastive import RUNS_EXPERIMENT as TRAINED_RUNS
+from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
+
+SUITE = "compact"
+CATEGORIES = ["STS", "Classification", "Clustering", "PairClassification", "Retrieval"]
+
+
+def _frame(label: str, records: dict[str, dict]) -> pd.DataFrame:
+    rows = [{"method": label, "task": task, "category": TASKS[task].category,
+             "score": 100 * float(np.mean([r["main_score"] for r in record["rows"]]))}
+            for task, record in records.items()]
+    return pd.DataFrame(rows, columns=["method", "task", "category", "score"])
+
+
+def _untrained(backbone: str) -> dict[str, pd.DataFrame]:
+    labels = {("none-noeos", "last"): "last token (untrained)", ("none-noeos", "mean"): "mean (untrained)"}
+    found: dict[str, dict] = {label: {} for label in labels.values()}
+    for record in all_results("autoreg_untrained"):
+        p = record["params"]
+        label = labels.get((p["prompt"], p["pooling"]))
+        if (label and p["backbone"] == backbone and p["suite"] == SUITE and p["max_length"] == 512
+                and p["data"] == data_fingerprint(p["task"])):
+            found[label][p["task"]] = record
+    return {label: _frame(label, records) for label, records in found.items()}
+
+
+def _embedfilter(backbone: str) -> dict[str, pd.DataFrame]:
+    scores = stored_scores(SUITE)
+    if scores.empty:
+        return {}
+    scores = scores[scores.backbone == backbone]
+    out = {}
+    for prompt, name in (("prompteol", "PromptEOL"), ("echo", "Echo")):
+        for variant, suffix in (("raw", ""), ("edge/2", " + EmbedFilter edge/2")):
+            part = scores[(scores.prompt == prompt) & (scores.variant == variant)]
+            per_task = part.groupby("task")["main_score"].mean() * 100
+            out[name + suffix] = pd.DataFrame({"method": name + suffix, "task": per_task.index,
+                                               "category": [TASKS[t].category for t in per_task.index],
+                                               "score": per_task.values})
+    return out
+
+
+def _paper1_label(model, seeds: int) -> str:
+    return f"Paper 1 model {model} (converged, {seeds} seed{'s' if seeds != 1 else ''})"
+
+
+def _paper1(backbone: str) -> dict[str, pd.DataFrame]:
+    frame, _ = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)
+    stored = set(frame["model"]) if len(frame) else set()
+    out = {_paper1_label(m, 0): pd.DataFrame(columns=["method", "task", "category", "score"])
+           for m in (1, 2, 3, 4, 5) if m not in stored}  # listed as missing
+    for model, part in (frame.groupby("model") if len(frame) else []):
+        seeds = part["seed"].nunique()
+        label = _paper1_label(model, seeds)
+        per_task = part.groupby(["task", "category"], as_index=False)["score"].mean()
+        out[label] = per_task.assign(method=label)[["method", "task", "category", "score"]]
+    return out
+
+
+def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
+    params = page_parameters("p3_tables", "standard") | {"backbone": backbone}
+    compress, align = page_configs(**(params | {"recompute": False}))
+    tasks = list(TASKS)
+    out = {}
+    for label, stage, config in (("compression only (Paper 3)", "compress", compress),
+                                 ("AutoRegEmbed (Paper 3)", "align", align)):
+        identity = {"stage": stage, "config": config_identity(config), "eval_max_length": 512}
+        out[label] = _frame(label, stored_per_task(AUTOREG_SCORES, identity, SUITE, tasks))
+    for name in CONTRASTIVE:
+        config = contrastive_config(name, align)
+        identity = {"train": config.identity(), "eval_max_length": 512}
+        label = f"{name} (Paper 3 baseline)"
+        out[label] = _frame(label, stored_per_task(TRAINED_SCORES, identity, SUITE, tasks))
+    return out
+
+
+def _minilm() -> dict[str, pd.DataFrame]:
+    label = "all-MiniLM-L6-v2 (reference)"
+    for record in all_results("reference_minilm"):
+        if record["params"]["suite"] == SUITE:
+            rows = pd.DataFrame(record["rows"])
+            per_task = rows.groupby("task")["main_score"].mean() * 100
+            return {label: pd.DataFrame({"method": label, "task": per_task.index,
+                                         "category": [TASKS[t].category for t in per_task.index],
+                                         "score": per_task.values})}
+    return {label: pd.DataFrame(columns=["method", "task", "category", "score"])}
+
+
+ROWS = {  # label part -> (paper, the command that computes a missing task)
+    "last token (untrained)": ("-", "repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
+    "mean (untrained)": ("-", "repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
+    "PromptEOL": ("2", "repro embedfilter --prompt prompteol --suite compact"),
+    "Echo": ("2", "repro embedfilter --prompt echo --suite compact"),
+    "Paper 1 model": ("1", "scripts/p1_converged.sh MODEL:SEED"),
+    "compression only": ("3", "repro.autoregembed.experiments.cli --stage compress --suite compact"),
+    "AutoRegEmbed": ("3", "repro.autoregembed.experiments.cli --stage align --suite compact"),
+    "baseline": ("3", "retrain the baseline (p3_tables standard) and score it on compact"),
+    "all-MiniLM": ("reference", "python -m repro.core.reference --suite compact"),
+}
+
+
+def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, list[str]]:
+    """Every method's stored per-task scores (x100) on ``backbone`` at compact caps (method, task, category,
+    score; a method with nothing stored has no rows), and every method's label in leaderboard order."""
+    frames = {**_untrained(backbone), **_embedfilter(backbone), **_paper1(backbone), **_paper3(backbone),
+              **_minilm()}
+    return pd.concat([f for f in frames.values() if len(f)], ignore_index=True), list(frames)
+
+
+def missing_rows(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
+    """Per method: the tasks of the suite it lacks, and the command that computes them."""
+    rows = []
+    for method in methods:
+        have = set(scores.loc[scores.method == method, "task"])
+        lacking = [t for t in TASKS if t not in have]
+        if lacking:
+            command = next((c for prefix, (_, c) in ROWS.items() if prefix in method), "")
+            rows.append({"method": method, "tasks stored": len(have), "missing": len(lacking),
+                         "missing tasks": ", ".join(lacking), "computed by": command})
+    return pd.DataFrame(rows)
+
+
+def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
+    """Category means, the overall mean over tasks, and each method against the one ranked just below it:
+    the Wilcoxon signed-rank test over the tasks both have (two-sided, p < 0.05). ``complete_only``: rank only
+    methods with every task of the suite (a mean over other tasks is not comparable)."""
+    wide = scores.pivot_table(index="task", columns="method", values="score")
+    counts = wide.notna().sum()
+    if complete_only:
+        wide = wide.loc[:, counts[counts == len(TASKS)].index]
+    categories = scores.drop_duplicates("task").set_index("task")["category"]
+    table = pd.DataFrame({"tasks": wide.notna().sum(), "mean": wide.mean()})
+    for category in CATEGORIES:
+        tasks = [t for t in wide.index if categories.get(t) == category]
+        table[category] = wide.loc[tasks].mean() if tasks else np.nan
+    table = table.sort_values("mean", ascending=False)
+    order = list(table.index)
+    versus, p, verdict = [], [], []
+    for upper, lower in zip(order, order[1:] + [None]):
+        if lower is None:
+            versus.append(""), p.append(np.nan), verdict.append("")
+            continue
+        test = wilcoxon_over_tasks(wide[upper], wide[lower])
+        versus.append(lower), p.append(test["p"]), verdict.append(
+            "significantly above" if test["verdict"] == "significant: first better" else
+            "significantly below" if test["verdict"] == "significant: second better" else "not significantly apart")
+    table["next below"], table["p (Wilcoxon)"], table["vs next below"] = versus, p, verdict
+    return table
+
+
+def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
+    """Training wall-clock hours behind each trained method, from the stored run records: Paper 1's converged
+    runs (steps and dev evaluations, mean over seeds), Paper 3's stages (stage 1 counted in both compression
+    only and AutoRegEmbed) and baselines; training-free methods 0."""
+    hours: dict[str, float] = {}
+    runs = run_table(backbone, [1, 2, 3, 4, 5])
+    for model, part in (runs.groupby("model") if len(runs) else []):
+        label = _paper1_label(model, part["seed"].nunique())
+        hours[label] = float(part["wall hours (run: steps + dev evaluations)"].mean())
+    params = page_parameters("p3_tables", "standard") | {"backbone": backbone}
+    compress, align = page_configs(**(params | {"recompute": False}))
+    stage1 = load_result(AUTOREG_RUNS, ar_run_params(compress))
+    stage2 = load_result(AUTOREG_RUNS, ar_run_params(align))
+    if stage1 is not None:
+        hours["compression only (Paper 3)"] = stage1["summary"]["train_seconds"] / 3600
+        if stage2 is not None:
+            hours["AutoRegEmbed (Paper 3)"] = (stage1["summary"]["train_seconds"]
+                                               + stage2["summary"]["train_seconds"]) / 3600
+    for name in CONTRASTIVE:
+        record = load_result(TRAINED_RUNS, {"train": contrastive_config(name, align).identity()})
+        if record is not None:
+            hours[f"{name} (Paper 3 baseline)"] = record["summary"]["train_seconds"] / 3600
+    return pd.Series(hours, name="training hours")

@@ -14,7 +14,8 @@ def test_save_and_load_round_trip_with_provenance():
     prov = record["provenance"]
     assert prov["packages"]["torch"] and prov["packages"]["mteb"]
     assert "commit" in prov["git"] and prov["date"]
-    # the machine a timing was measured on: CPU model and count, torch threads, the measured fp32 GEMM rate
+    # the machine a timing was measured on: CPU model and count, torch threads, the measured fp32 GEMM rate (in a
+    # process that loaded torch, as these tests do)
     assert prov["machine"]["cpu_model"] and prov["machine"]["cpus"] >= 1 and prov["machine"]["torch_threads"] >= 1
     assert prov["machine"]["gemm_gflops_fp32"] > 0
     assert load_result("unit", {"backbone": "x", "n": 3})["timings"] == {"s": 1.0}

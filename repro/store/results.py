@@ -14,6 +14,7 @@ import os
 import platform
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -78,10 +79,13 @@ def cpu_model() -> str:
 _GEMM: dict = {}
 
 
-def gemm_gflops(size: int = 1024, repeats: int = 5) -> float:
+def gemm_gflops(size: int = 512, repeats: int = 5) -> float | None:
     """This process's fp32 matrix-multiply rate in GFLOP/s (torch, its current threads), measured once per
-    process: what a stored timing was measured against (machines here differ by 2-4x)."""
+    process (a few milliseconds): what a stored timing was measured against (machines here differ by 2-4x).
+    None in a process that never loaded torch: it computed nothing a GEMM rate would explain."""
     if "rate" not in _GEMM:
+        if "torch" not in sys.modules:
+            return None
         import time
 
         import torch
@@ -100,7 +104,7 @@ def machine() -> dict:
     """The machine a result was computed on: platform, CPU model, CPU count, torch threads, fp32 GEMM rate."""
     rate = gemm_gflops()
     return {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
-            "cpu_model": cpu_model(), "torch_threads": _GEMM["threads"], "gemm_gflops_fp32": rate}
+            "cpu_model": cpu_model(), "torch_threads": _GEMM.get("threads"), "gemm_gflops_fp32": rate}
 
 
 def provenance() -> dict:

@@ -282,3 +282,17 @@ def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next(
                                                               & (scores.category == "STS")]["score"].mean())
     missing = missing_rows(scores, ["strong", "partial", "never run"])
     assert missing.set_index("method")["missing"].to_dict() == {"partial": len(TASKS) - 5, "never run": len(TASKS)}
+
+
+def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch):
+    from repro.book import cost, leaderboard
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    scores, methods = leaderboard.leaderboard_scores()
+    assert scores.empty and "Paper 1 model 1 (converged, 0 seeds)" in methods
+    assert leaderboard.ranked(scores).empty and leaderboard.training_hours().empty
+    assert len(leaderboard.missing_rows(scores, methods)) == len(methods)
+    costs = cost.stored_costs()
+    assert costs.empty and cost.per_experiment(costs).empty and cost.per_run(costs).empty
+    cost.per_page(costs), cost.machines(costs)

@@ -139,7 +139,10 @@ def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, li
     score; a method with nothing stored has no rows), and every method's label in leaderboard order."""
     frames = {**_untrained(backbone), **_embedfilter(backbone), **_paper1(backbone), **_paper3(backbone),
               **_minilm()}
-    return pd.concat([f for f in frames.values() if len(f)], ignore_index=True), list(frames)
+    stored = [f for f in frames.values() if len(f)]
+    scores = pd.concat(stored, ignore_index=True) if stored else pd.DataFrame(columns=["method", "task", "category",
+                                                                                        "score"])
+    return scores, list(frames)
 
 
 def missing_rows(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
@@ -159,6 +162,9 @@ def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
     """Category means, the overall mean over tasks, and each method against the one ranked just below it:
     the Wilcoxon signed-rank test over the tasks both have (two-sided, p < 0.05). ``complete_only``: rank only
     methods with every task of the suite (a mean over other tasks is not comparable)."""
+    columns = ["tasks", "mean", *CATEGORIES, "next below", "p (Wilcoxon)", "vs next below"]
+    if scores.empty:
+        return pd.DataFrame(columns=columns)
     wide = scores.pivot_table(index="task", columns="method", values="score")
     counts = wide.notna().sum()
     if complete_only:

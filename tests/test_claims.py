@@ -292,6 +292,7 @@ def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch
     scores, methods = leaderboard.leaderboard_scores()
     assert scores.empty and "Paper 1 model 1 (converged, 0 seeds)" in methods
     assert leaderboard.ranked(scores).empty and leaderboard.training_hours().empty
+    assert leaderboard.dimensions(scores).empty
     assert len(leaderboard.missing_rows(scores, methods)) == len(methods)
     costs = cost.stored_costs()
     assert costs.empty and cost.per_experiment(costs).empty and cost.per_run(costs).empty

@@ -17,6 +17,8 @@ that computes it; :func:`ranked` gives category means, the overall mean and, for
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -26,6 +28,7 @@ from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_S
 from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
 from repro.autoregembed.train import run_params as ar_run_params
 from repro.book.pages import page_parameters
+from repro.core.reference import minilm_path
 from repro.core.scoring import stored_per_task
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS, data_fingerprint
@@ -212,3 +215,24 @@ def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
         if record is not None:
             hours[f"{name} (Paper 3 baseline)"] = record["summary"]["train_seconds"] / 3600
     return pd.Series(hours, name="training hours")
+
+
+def dimensions(scores: pd.DataFrame, backbone: str = "smollm2-135m") -> pd.Series:
+    """Each method's embedding dimensions: EmbedFilter's stored ``dims`` (edge/2 keeps half of the backbone's
+    width), the backbone's width for every other decoder method (Paper 1's heads and Paper 3's encoders pool to
+    it), and all-MiniLM-L6-v2's from its packaged config."""
+    sweep = stored_scores(SUITE)
+    dims: dict[str, float] = {}
+    if not sweep.empty and "dims" in sweep:
+        sweep = sweep[sweep.backbone == backbone]
+        for (prompt, variant), part in sweep.groupby(["prompt", "variant"]):
+            name = {"prompteol": "PromptEOL", "echo": "Echo"}.get(prompt)
+            if name and variant in ("raw", "edge/2"):
+                dims[name + ("" if variant == "raw" else " + EmbedFilter edge/2")] = float(part["dims"].iloc[0])
+    width = dims.get("PromptEOL", dims.get("Echo"))
+    for method in scores["method"].unique():
+        if method.startswith("all-MiniLM"):
+            dims[method] = float(json.loads((minilm_path() / "config.json").read_text())["hidden_size"])
+        elif method not in dims and width is not None:
+            dims[method] = width
+    return pd.Series(dims, name="dimensions")

@@ -8,6 +8,7 @@
     repro evaluate --suite full                                the harness check: all-MiniLM-L6-v2 vs MTEB's scores
     repro objective-cost ...                                   memory and time of alignment vs InfoNCE
     repro report                                               markdown tables of the stored results
+    repro recipes                                              the named recipes (Embedder.from_recipe) and their scores
 
 ``repro COMMAND --help`` gives each command's options. The command line works offline (``HF_HUB_OFFLINE=1``
 unless set) and logs at INFO level.
@@ -31,6 +32,7 @@ COMMANDS = {  # name -> module whose main(argv) runs it
     "evaluate": "repro.core.reference",
     "objective-cost": "repro.autoregembed.objective_cost",
     "report": "repro.book.report",
+    "recipes": "repro.recipes",
     "screenshot": "repro.book.screenshot",
 }
 

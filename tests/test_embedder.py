@@ -114,3 +114,39 @@ def test_embedders_on_smollm2_reproduce_committed_scores_through_the_one_adapter
     for variant, fmap in maps.items():
         scores = run_mteb(states_encoder(smollm2, config, "last", transform=fmap), [offline_task("STS17", "compact")])
         assert scores["main_score"].iloc[0] == pytest.approx(stored[variant], abs=1e-9), variant
+
+
+def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
+    from repro.core.backbones import load_backbone
+    from repro.embedfilter.filters import make_filter, unembedding_spectrum
+    from repro.embedfilter.sweep import encode_config
+    from repro.recipes import from_recipe, parse_recipe
+    from repro.training.contrastive import TrainConfig, TrainedEmbedder, load_trained, train
+
+    texts = ["a man plays a guitar", "rain tomorrow", "", "a man plays a guitar"]
+    backbone = load_backbone(tiny_dir)
+    raw = from_recipe(f"{tiny_dir}/echo")
+    direct = encode(backbone, texts, encode_config(backbone, "echo"))["mean"][-1]
+    np.testing.assert_array_equal(raw.encode(texts), direct)  # the EmbedFilter pages' Echo states
+    filtered = Embedder.from_recipe(f"{tiny_dir}/echo+edge/2")
+    edge = make_filter("edge/2", spectrum=unembedding_spectrum(backbone))
+    assert filtered.dim == backbone.hidden_size // 2
+    np.testing.assert_allclose(filtered.encode(texts), edge(direct), rtol=1e-5, atol=1e-6)
+    assert from_recipe(f"{tiny_dir}/mean").encode(texts).shape == (4, backbone.hidden_size)
+    assert parse_recipe("Qwen/Qwen2.5-0.5B/echo+edge/2") == ("Qwen/Qwen2.5-0.5B", "echo", "edge/2")
+    for bad, error in (("smollm2-135m", "unknown recipe"), ("smollm2-135m/echoo", "unknown recipe"),
+                       ("smollm2-135m/echo+", "unknown recipe"), ("smollm2-135m/echo+edgy/2", "edgy")):
+        with pytest.raises(ValueError, match=error):
+            parse_recipe(bad)
+    with pytest.raises(TypeError, match="a recipe is a string"):
+        from_recipe(["smollm2-135m/echo"])
+    with pytest.raises(FileNotFoundError, match="not a trained run"):
+        from_recipe(f"run:{tmp_path / 'nothing'}")
+    # a trained run by its folder: the same embeddings as the run's own Embedder
+    config = TrainConfig(backbone=tiny_dir, model=1, steps=1, batch_size=4, validation_triplets=0, max_length=24,
+                         lora_dropout=0.0, warmup_steps=1, eval_every=5, checkpoint_every=5,
+                         validation_sts_pairs=8)
+    train(config, tmp_path / "run", progress=False)
+    model, loaded = load_trained(tmp_path / "run" / "final")
+    np.testing.assert_allclose(from_recipe(f"run:{tmp_path / 'run'}").encode(texts),
+                               TrainedEmbedder(model, loaded).encode(texts), rtol=1e-5, atol=1e-6)

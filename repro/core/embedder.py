@@ -63,6 +63,14 @@ class Embedder(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.identity}, dim={self.dim})"
 
+    @classmethod
+    def from_recipe(cls, recipe: str, progress: bool = False) -> Embedder:
+        """A named configuration of the book in one line (:mod:`repro.recipes`), e.g.
+        ``Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")`` or ``"run:runs/<folder>"``."""
+        from repro.recipes import from_recipe  # (the recipes combine the papers' packages, which use this core)
+
+        return from_recipe(recipe, progress)
+
 
 class StatesEmbedder(Embedder):
     """``states[pooling][layer]`` of :func:`repro.core.encode.encode` for ``config`` (cached on disk and in

@@ -4,12 +4,13 @@ per task in ``results/autoreg_scores/``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
 from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, AlignConfig, CompressConfig, stage_of
 from repro.autoregembed.model import AutoRegEmbedder
-from repro.autoregembed.train import run_spec
+from repro.autoregembed.train import load_encoder, run_spec
 from repro.core.scoring import evaluate_per_task
 from repro.core.tasks import STS_TASKS
 from repro.store.fingerprint import weights_digest
@@ -23,6 +24,17 @@ def autoreg_embedder(config: CompressConfig | AlignConfig, max_length: int = 512
     """The trained encoder of ``config`` (trained, resumed or loaded by the run store; stage 1 first if needed)
     as an Embedder."""
     model, _ = train_or_load(run_spec(config, progress))
+    return _embedder(model, config, max_length)
+
+
+def autoreg_embedder_from(folder: str | Path, max_length: int = 512) -> AutoRegEmbedder:
+    """The encoder saved in a run's ``final`` folder (:func:`repro.autoregembed.train.load_encoder`) as an
+    Embedder, with the inference settings of its config."""
+    model, config = load_encoder(folder)
+    return _embedder(model, config, max_length)
+
+
+def _embedder(model, config: CompressConfig | AlignConfig, max_length: int) -> AutoRegEmbedder:
     return AutoRegEmbedder(model, max_length, config.target_max_length,
                            getattr(config, "instruction", NEXT_INSTRUCTION), label=f"autoregembed-{stage_of(config)}",
                            digest=weights_digest(model), newline=getattr(config, "inference_newline", True),

@@ -1,0 +1,122 @@
+"""Named recipes: the book's configurations as one-line Embedders, for encoding your own texts.
+
+    from repro.core.embedder import Embedder
+    embedder = Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")
+    vectors = embedder.encode(["a sentence", "another one"])        # float32 [2, 448]
+
+A recipe id is ``<backbone>/<method>[+<filter>]``, the same names the result keys use:
+
+* ``<backbone>``: a packaged short name (``smollm2-135m``, ``gemma3-270m``, ``qwen2.5-coder-0.5b``), a local model
+  folder or a Hugging Face id (``Qwen/Qwen2.5-0.5B``: needs a network);
+* ``<method>``: ``prompteol``, ``prompteol-summarize`` or ``echo`` (the EmbedFilter pages' final-layer
+  embeddings: PromptEOL's last token, Echo's second-copy mean), or ``last`` / ``mean`` (the untrained final
+  layer, no prompt: Paper 3's references);
+* ``+<filter>``: an EmbedFilter variant of the filter-type pages (``edge/2``, ``edge/4``, ``head/2``,
+  ``truncate/2``, ``randproj/2``, ``whiten/2``...), applied to the cached states.
+
+Trained runs are recipes too: ``run:<folder>`` loads a run folder of the run store (a Paper 1 design or a
+contrastive baseline, or an AutoRegEmbed stage). :func:`recipes_table` lists the training-free recipes with
+their stored scores (``repro recipes``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from repro.core.backbones import PACKAGED, load_backbone
+from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
+from repro.core.encode import EncodeConfig
+from repro.embedfilter.filters import parse_variant
+from repro.embedfilter.sweep import PROMPT_POOLING, encode_config, filters_for, stored_scores
+
+UNTRAINED = {"last": ("none-noeos", "last"), "mean": ("none-noeos", "mean")}
+METHODS = (*PROMPT_POOLING, *UNTRAINED)
+
+
+def parse_recipe(recipe: str) -> tuple[str, str, str | None]:
+    """``"<backbone>/<method>[+<filter>]"`` -> (backbone, method, filter or None), checked."""
+    if not isinstance(recipe, str):
+        raise TypeError(f"a recipe is a string like 'smollm2-135m/prompteol+edge/2', got {type(recipe).__name__}")
+    head, plus, variant = recipe.partition("+")
+    backbone, slash, method = head.rpartition("/")
+    if not slash or not backbone or method not in METHODS or (plus and not variant):
+        raise ValueError(f"unknown recipe {recipe!r}: write '<backbone>/<method>[+<filter>]' with a method of "
+                         f"{', '.join(METHODS)}, e.g. 'qwen2.5-coder-0.5b/echo+edge/2'; "
+                         f"stored recipes: {', '.join(stored_recipes()[:8]) or 'none'} ...")
+    if variant:
+        parse_variant(variant)  # a clear error for an unknown filter
+    return backbone, method, variant or None
+
+
+def from_recipe(recipe: str, progress: bool = False) -> Embedder:
+    """The Embedder of a recipe id (module docstring); ``run:<folder>`` loads a trained run."""
+    if isinstance(recipe, str) and recipe.startswith("run:"):
+        return _trained(Path(recipe[4:]).expanduser())
+    backbone_name, method, variant = parse_recipe(recipe)
+    backbone = load_backbone(backbone_name)
+    if method in UNTRAINED:
+        prompt, pooling = UNTRAINED[method]
+        config = EncodeConfig(prompt=prompt, poolings=(pooling,), max_length=512, layers=(backbone.num_layers,))
+    else:
+        config, pooling = encode_config(backbone, method), PROMPT_POOLING[method]
+    states = StatesEmbedder(backbone, config, pooling, progress=progress)
+    if variant is None or variant == "raw":
+        return states
+    transform = filters_for(backbone, config, [variant], progress=progress)[variant]
+    return MappedEmbedder(states, transform, variant)
+
+
+def _trained(folder: Path) -> Embedder:
+    final = folder / "final" if (folder / "final").is_dir() else folder
+    if (final / "train_config.json").is_file():  # a Paper 1 design or a contrastive baseline
+        from repro.store.fingerprint import weights_digest
+        from repro.training.contrastive import TrainedEmbedder, load_trained
+
+        model, config = load_trained(final)
+        return TrainedEmbedder(model, config, digest=weights_digest(model))
+    config_file = final / "config.json"
+    if config_file.is_file() and "stage" in json.loads(config_file.read_text()):  # an AutoRegEmbed stage
+        from repro.autoregembed.experiments.scores import autoreg_embedder_from
+
+        return autoreg_embedder_from(final)
+    raise FileNotFoundError(f"{final} is not a trained run of the run store (no train_config.json or AutoRegEmbed "
+                            "config.json); run folders live under runs/ (REPRO_RUNS_DIR)")
+
+
+def stored_recipes(suite: str = "compact") -> list[str]:
+    """The training-free recipe ids with stored scores on ``suite``."""
+    table = recipes_table(suite)
+    return list(table.index) if len(table) else []
+
+
+def recipes_table(suite: str = "compact") -> pd.DataFrame:
+    """Training-free recipes with stored EmbedFilter-page scores on ``suite``: tasks scored, mean x100 over them,
+    embedding dimensions, the page that shows them."""
+    scores = stored_scores(suite)
+    if scores.empty:
+        return pd.DataFrame(columns=["tasks", "mean", "dims", "suite", "page"])
+    per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False).agg(
+        score=("main_score", "mean"), dims=("dims", "first"))
+    rows = {}
+    for (backbone, prompt, variant), part in per_task.groupby(["backbone", "prompt", "variant"]):
+        recipe = f"{backbone}/{prompt}" + ("" if variant == "raw" else f"+{variant}")
+        rows[recipe] = {"tasks": len(part), "mean": 100 * part["score"].mean(), "dims": int(part["dims"].iloc[0]),
+                        "suite": suite, "page": "p2_main_table" if variant in ("raw", "edge/2", "edge/4", "edge/8",
+                                                                                  "edge/1") else "p2_filter_types"}
+    return pd.DataFrame.from_dict(rows, orient="index").sort_values(["tasks", "mean"], ascending=False)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="List the named recipes with their stored scores.")
+    parser.add_argument("--suite", default="compact")
+    parser.add_argument("--backbone", choices=sorted(PACKAGED), help="only this backbone's recipes")
+    args = parser.parse_args(argv)
+    table = recipes_table(args.suite)
+    if args.backbone:
+        table = table[table.index.str.startswith(args.backbone + "/")]
+    print(table.round(2).to_string() if len(table) else f"no recipe has stored scores on '{args.suite}'")
+    print("\nEmbedder.from_recipe('<backbone>/<method>[+<filter>]'), or 'run:<run folder>' for a trained run")

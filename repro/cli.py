@@ -32,7 +32,7 @@ COMMANDS = {  # name -> module whose main(argv) runs it
     "evaluate": "repro.core.reference",
     "objective-cost": "repro.autoregembed.objective_cost",
     "report": "repro.book.report",
-    "recipes": "repro.recipes",
+    "recipes": "repro.book.recipes",
     "screenshot": "repro.book.screenshot",
 }
 

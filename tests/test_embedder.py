@@ -117,10 +117,10 @@ def test_embedders_on_smollm2_reproduce_committed_scores_through_the_one_adapter
 
 
 def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
+    from repro.book.recipes import from_recipe, parse_recipe
     from repro.core.backbones import load_backbone
     from repro.embedfilter.filters import make_filter, unembedding_spectrum
     from repro.embedfilter.sweep import encode_config
-    from repro.recipes import from_recipe, parse_recipe
     from repro.training.contrastive import TrainConfig, TrainedEmbedder, load_trained, train
 
     texts = ["a man plays a guitar", "rain tomorrow", "", "a man plays a guitar"]

@@ -7,6 +7,8 @@ import os
 import textwrap
 import warnings
 
+import matplotlib as mpl
+
 from repro.store.paths import offline
 
 
@@ -66,8 +68,6 @@ def quiet() -> None:
     datasets.disable_progress_bars()
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
-    import matplotlib as mpl
-
     mpl.rcParams.update({"figure.dpi": 120, "savefig.dpi": 120, "font.size": 11, "axes.titlesize": 12,
                          "axes.labelsize": 11, "legend.fontsize": 10})
 

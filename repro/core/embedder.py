@@ -23,6 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
+from importlib import metadata
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from repro.core.backbones import Backbone
 from repro.core.encode import EncodeConfig, check_texts, encode
 
 ROLES = ("query", "document")
+RECIPE_PLUGINS = "repro.recipes"  # the entry-point group Embedder.from_recipe resolves recipe ids through
 
 
 class Embedder(ABC):
@@ -65,11 +67,15 @@ class Embedder(ABC):
 
     @classmethod
     def from_recipe(cls, recipe: str, progress: bool = False) -> Embedder:
-        """A named configuration of the book in one line (:mod:`repro.recipes`), e.g.
-        ``Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")`` or ``"run:runs/<folder>"``."""
-        from repro.recipes import from_recipe  # (the recipes combine the papers' packages, which use this core)
-
-        return from_recipe(recipe, progress)
+        """A named configuration of the book in one line, e.g. ``Embedder.from_recipe("qwen2.5-coder-0.5b/echo+
+        edge/2")`` or ``"run:runs/<folder>"``. The recipes combine the three papers' packages, which build on this
+        core, so the core finds them as a plugin: the entry point ``book`` of the group ``repro.recipes``
+        (:func:`repro.book.recipes.from_recipe`, registered by ``pip install -e .``)."""
+        plugins = {p.name: p for p in metadata.entry_points(group=RECIPE_PLUGINS)}
+        if "book" not in plugins:
+            raise RuntimeError(f"no recipe resolver is registered (entry point group '{RECIPE_PLUGINS}'): install "
+                               "the package (pip install -e .), or call repro.book.recipes.from_recipe")
+        return plugins["book"].load()(recipe, progress)
 
 
 class StatesEmbedder(Embedder):

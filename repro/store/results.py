@@ -15,6 +15,7 @@ import platform
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -84,12 +85,9 @@ def gemm_gflops(size: int = 512, repeats: int = 5) -> float | None:
     process (a few milliseconds): what a stored timing was measured against (machines here differ by 2-4x).
     None in a process that never loaded torch: it computed nothing a GEMM rate would explain."""
     if "rate" not in _GEMM:
-        if "torch" not in sys.modules:
+        torch = sys.modules.get("torch")
+        if torch is None:
             return None
-        import time
-
-        import torch
-
         a, b = torch.randn(size, size), torch.randn(size, size)
         a @ b
         start = time.perf_counter()

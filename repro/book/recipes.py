@@ -1,7 +1,7 @@
 """Named recipes: the book's configurations as one-line Embedders, for encoding your own texts.
 
     from repro.core.embedder import Embedder
-    embedder = Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")
+    embedder = Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")   # (or repro.book.recipes.from_recipe)
     vectors = embedder.encode(["a sentence", "another one"])        # float32 [2, 448]
 
 A recipe id is ``<backbone>/<method>[+<filter>]``, the same names the result keys use:
@@ -27,11 +27,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from repro.autoregembed.experiments.scores import autoreg_embedder_from
 from repro.core.backbones import PACKAGED, load_backbone
 from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import PROMPT_POOLING, encode_config, filters_for, stored_scores
+from repro.store.fingerprint import weights_digest
+from repro.training.contrastive import TrainedEmbedder, load_trained
 
 UNTRAINED = {"last": ("none-noeos", "last"), "mean": ("none-noeos", "mean")}
 METHODS = (*PROMPT_POOLING, *UNTRAINED)
@@ -73,15 +76,10 @@ def from_recipe(recipe: str, progress: bool = False) -> Embedder:
 def _trained(folder: Path) -> Embedder:
     final = folder / "final" if (folder / "final").is_dir() else folder
     if (final / "train_config.json").is_file():  # a Paper 1 design or a contrastive baseline
-        from repro.store.fingerprint import weights_digest
-        from repro.training.contrastive import TrainedEmbedder, load_trained
-
         model, config = load_trained(final)
         return TrainedEmbedder(model, config, digest=weights_digest(model))
     config_file = final / "config.json"
     if config_file.is_file() and "stage" in json.loads(config_file.read_text()):  # an AutoRegEmbed stage
-        from repro.autoregembed.experiments.scores import autoreg_embedder_from
-
         return autoreg_embedder_from(final)
     raise FileNotFoundError(f"{final} is not a trained run of the run store (no train_config.json or AutoRegEmbed "
                             "config.json); run folders live under runs/ (REPRO_RUNS_DIR)")

@@ -120,7 +120,7 @@ def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     best ratio-2 filter)."""
     rows = []
     main = page_parameters("p2_main_table", profile)
-    skipped = [parse_run(r) for r in main["skip_runs"]]
+    skipped = [parse_run(r) for r in main.get("skip_runs", [])]
     runs = [(b, p) for b in main["backbones"] for p in main["prompts"] if (b, p) not in skipped]
     scores = sweep_scores(runs, main["suite"], main["tasks"], sweep_variants(main["ratios"]), recompute)
     for _, r in tests_against_raw(scores, ["edge/2"]).iterrows():
@@ -135,7 +135,7 @@ def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                                                     f"{r['losses']} losses",
                      "verdict": verdict, "page": "p2_main_table"})
     types = page_parameters("p2_filter_types", profile)
-    skipped = [parse_run(r) for r in types["skip_runs"]]
+    skipped = [parse_run(r) for r in types.get("skip_runs", [])]
     runs = [(b, p) for b in types["backbones"] for p in types["prompts"] if (b, p) not in skipped]
     variants = sweep_variants(types["ratios"])
     ablation = ["raw"] + [v for v in variants if v.endswith("/2")]

@@ -9,6 +9,7 @@
     repro objective-cost ...                                   memory and time of alignment vs InfoNCE
     repro report                                               markdown tables of the stored results
     repro recipes                                              the named recipes (Embedder.from_recipe) and their scores
+    repro encode --recipe R --input texts.txt --output emb.npy encode a file of texts with a named recipe
 
 ``repro COMMAND --help`` gives each command's options. The command line works offline (``HF_HUB_OFFLINE=1``
 unless set) and logs at INFO level.
@@ -22,7 +23,7 @@ import sys
 
 from repro.store.paths import offline
 
-COMMANDS = {  # name -> module whose main(argv) runs it
+COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
     "build": "repro.book.build",
     "train": "repro.pooling_attention.trained",
     "train-only": "repro.training.contrastive",
@@ -33,6 +34,7 @@ COMMANDS = {  # name -> module whose main(argv) runs it
     "objective-cost": "repro.autoregembed.objective_cost",
     "report": "repro.book.report",
     "recipes": "repro.book.recipes",
+    "encode": "repro.book.recipes:encode_main",
     "screenshot": "repro.book.screenshot",
 }
 
@@ -48,7 +50,8 @@ def main(argv=None) -> None:
         sys.exit(f"repro: unknown command '{name}'; valid: {', '.join(COMMANDS)}")
     offline()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    importlib.import_module(COMMANDS[name]).main(rest)
+    module, _, function = COMMANDS[name].partition(":")
+    getattr(importlib.import_module(module), function or "main")(rest)
 
 
 if __name__ == "__main__":

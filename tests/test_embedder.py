@@ -150,3 +150,30 @@ def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
     model, loaded = load_trained(tmp_path / "run" / "final")
     np.testing.assert_allclose(from_recipe(f"run:{tmp_path / 'run'}").encode(texts),
                                TrainedEmbedder(model, loaded).encode(texts), rtol=1e-5, atol=1e-6)
+
+
+def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(tiny_dir, tmp_path, capsys):
+    import json as json_module
+
+    from repro.book.recipes import encode_file
+    from repro.cli import main as cli
+
+    (tmp_path / "texts.txt").write_text("a man plays a guitar\n\nrain tomorrow\n")
+    (tmp_path / "texts.jsonl").write_text("\n".join(json_module.dumps({"text": t}) for t in
+                                                    ["a man plays a guitar", "rain tomorrow"]))
+    cli(["encode", "--recipe", f"{tiny_dir}/prompteol+edge/2", "--input", str(tmp_path / "texts.txt"),
+         "--output", str(tmp_path / "out" / "emb.npy")])
+    saved = np.load(tmp_path / "out" / "emb.npy")
+    assert saved.shape == (2, 16) and saved.dtype == np.float32 and "2 x 16 float32" in capsys.readouterr().out
+    again = encode_file(f"{tiny_dir}/prompteol+edge/2", tmp_path / "texts.jsonl", tmp_path / "b.npy", progress=False)
+    np.testing.assert_array_equal(again, saved)  # .jsonl reads the same texts
+    (tmp_path / "empty.txt").write_text("\n")
+    (tmp_path / "bad.jsonl").write_text('{"sentence": "x"}\n')
+    for args, message in (([str(tmp_path / "nothing.txt")], "no such file"), ([str(tmp_path / "empty.txt")], "is empty"),
+                          ([str(tmp_path / "texts.csv")], "input files are .txt or .jsonl"),
+                          ([str(tmp_path / "bad.jsonl")], "line 1: a JSON object with a string 'text'")):
+        with pytest.raises(SystemExit, match=message):
+            cli(["encode", "--recipe", f"{tiny_dir}/echo", "--input", *args, "--output", str(tmp_path / "x.npy")])
+    with pytest.raises(SystemExit, match="unknown recipe 'tiny/echoo'.*stored recipes"):
+        cli(["encode", "--recipe", "tiny/echoo", "--input", str(tmp_path / "texts.txt"),
+             "--output", str(tmp_path / "x.npy")])

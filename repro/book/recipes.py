@@ -25,6 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from repro.autoregembed.experiments.scores import autoreg_embedder_from
@@ -33,6 +34,7 @@ from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import PROMPT_POOLING, encode_config, filters_for, stored_scores
+from repro.store.atomic import write_npy
 from repro.store.fingerprint import weights_digest
 from repro.training.contrastive import TrainedEmbedder, load_trained
 
@@ -106,6 +108,59 @@ def recipes_table(suite: str = "compact") -> pd.DataFrame:
                         "suite": suite, "page": "p2_main_table" if variant in ("raw", "edge/2", "edge/4", "edge/8",
                                                                                   "edge/1") else "p2_filter_types"}
     return pd.DataFrame.from_dict(rows, orient="index").sort_values(["tasks", "mean"], ascending=False)
+
+
+INPUT_SUFFIXES = (".txt", ".jsonl")
+
+
+def read_texts(path: str | Path, field: str = "text") -> list[str]:
+    """The texts of a file: one per line (``.txt``) or the ``field`` of each JSON line (``.jsonl``); a missing
+    file, an unknown suffix, an empty file or a JSON line without ``field`` is a clear error."""
+    path = Path(path)
+    if path.suffix not in INPUT_SUFFIXES:
+        raise ValueError(f"{path}: input files are {' or '.join(INPUT_SUFFIXES)}, got '{path.suffix or 'no suffix'}'")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        raise ValueError(f"{path} is empty: nothing to encode")
+    if path.suffix == ".txt":
+        return lines
+    texts = []
+    for number, line in enumerate(lines, 1):
+        item = json.loads(line)
+        if not isinstance(item, dict) or not isinstance(item.get(field), str):
+            raise ValueError(f"{path}, line {number}: a JSON object with a string '{field}' expected")
+        texts.append(item[field])
+    return texts
+
+
+def encode_file(recipe: str, source: str | Path, output: str | Path, field: str = "text",
+                progress: bool = True) -> np.ndarray:
+    """Encode every text of ``source`` with ``recipe`` and save the float32 ``[n, d]`` array to ``output``
+    (``.npy``, written atomically). Resumable: the states cache keeps every finished chunk."""
+    output = Path(output)
+    if output.suffix != ".npy":
+        raise ValueError(f"{output}: the output is a .npy file")
+    texts = read_texts(source, field)
+    vectors = from_recipe(recipe, progress=progress).encode(texts)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_npy(output, vectors)
+    return vectors
+
+
+def encode_main(argv=None):
+    parser = argparse.ArgumentParser(description="Encode a file of texts with a named recipe (repro recipes).")
+    parser.add_argument("--recipe", required=True, help="'<backbone>/<method>[+<filter>]' or 'run:<folder>'")
+    parser.add_argument("--input", required=True, help="a .txt file (one text per line) or .jsonl (--field)")
+    parser.add_argument("--output", required=True, help="the .npy file to write")
+    parser.add_argument("--field", default="text", help="the JSON key of each .jsonl line (default: text)")
+    args = parser.parse_args(argv)
+    try:
+        vectors = encode_file(args.recipe, args.input, args.output, args.field)
+    except (ValueError, FileNotFoundError, TypeError) as error:
+        raise SystemExit(f"repro encode: {error}") from None
+    print(f"{args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32")
 
 
 def main(argv=None):

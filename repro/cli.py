@@ -6,6 +6,7 @@
     repro embedfilter --backbone B --prompt echo --suite S     the EmbedFilter sweep (Paper 2)
     repro layerwise --backbone B --suite S                     per-layer scores (Paper 1, Figure 2)
     repro evaluate --suite full                                the harness check: all-MiniLM-L6-v2 vs MTEB's scores
+    repro evaluate --recipe R --suite compact [--tasks ...]    score a named recipe (stored per task)
     repro objective-cost ...                                   memory and time of alignment vs InfoNCE
     repro report                                               markdown tables of the stored results
     repro recipes                                              the named recipes (Embedder.from_recipe) and their scores
@@ -30,7 +31,7 @@ COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
     "autoreg": "repro.autoregembed.experiments.cli",
     "embedfilter": "repro.embedfilter.sweep",
     "layerwise": "repro.pooling_attention.layerwise",
-    "evaluate": "repro.core.reference",
+    "evaluate": "repro.book.recipes:evaluate_main",
     "objective-cost": "repro.autoregembed.objective_cost",
     "report": "repro.book.report",
     "recipes": "repro.book.recipes",

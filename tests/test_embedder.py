@@ -177,3 +177,24 @@ def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(t
     with pytest.raises(SystemExit, match="unknown recipe 'tiny/echoo'.*stored recipes"):
         cli(["encode", "--recipe", "tiny/echoo", "--input", str(tmp_path / "texts.txt"),
              "--output", str(tmp_path / "x.npy")])
+
+
+def test_repro_evaluate_scores_a_recipe_stores_it_and_keeps_the_harness_check(tiny_dir, capsys, monkeypatch):
+    from repro.book import recipes
+    from repro.cli import main as cli
+    from repro.store.results import all_results
+
+    cli(["evaluate", "--recipe", f"{tiny_dir}/echo+edge/2", "--suite", "smoke", "--tasks", "STSBenchmark"])
+    out = capsys.readouterr().out
+    assert "STSBenchmark" in out and "mean over 1 tasks" in out
+    stored = all_results(recipes.RECIPE_SCORES)
+    assert len(stored) == 1 and stored[0]["params"]["recipe"] == f"{tiny_dir}/echo+edge/2"
+    monkeypatch.setattr(recipes, "from_recipe", lambda *a, **k: pytest.fail("recomputed a stored score"))
+    again = recipes.evaluate_recipe(f"{tiny_dir}/echo+edge/2", "smoke", ["STSBenchmark"], progress=False)
+    assert again["main_score"].iloc[0] == stored[0]["rows"][0]["main_score"]
+    with pytest.raises(SystemExit, match="unknown recipe"):
+        cli(["evaluate", "--recipe", "tiny/nope", "--suite", "smoke"])
+    calls = []
+    monkeypatch.setattr(recipes, "reference_main", lambda argv: calls.append(argv))
+    cli(["evaluate", "--suite", "full"])  # without --recipe: the MiniLM harness check, as before
+    assert calls == [["--suite", "full"]]

@@ -32,6 +32,8 @@ from repro.autoregembed.experiments.scores import autoreg_embedder_from
 from repro.core.backbones import PACKAGED, load_backbone
 from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
+from repro.core.reference import main as reference_main
+from repro.core.scoring import evaluate_per_task
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import PROMPT_POOLING, encode_config, filters_for, stored_scores
 from repro.store.atomic import write_npy
@@ -161,6 +163,50 @@ def encode_main(argv=None):
     except (ValueError, FileNotFoundError, TypeError) as error:
         raise SystemExit(f"repro encode: {error}") from None
     print(f"{args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32")
+
+
+RECIPE_SCORES = "recipe_scores"
+
+
+def evaluate_recipe(recipe: str, suite: str = "compact", tasks=None, recompute: bool = False,
+                    progress: bool = True) -> pd.DataFrame:
+    """mteb scores of a recipe on ``suite`` (every task, or ``tasks``), stored per task in
+    ``results/recipe_scores/`` under the recipe id (a trained run: its folder's weights digest is stored with each
+    score, and scores of two different weights are never mixed)."""
+    if not (isinstance(recipe, str) and recipe.startswith("run:")):
+        parse_recipe(recipe)  # a clear error before anything loads
+
+    def make_embedder():
+        embedder = from_recipe(recipe, progress)
+        # a trained run's weights digest; a training-free recipe's backbone identity (name, revision, attention)
+        digest = getattr(embedder, "digest", "") or getattr(embedder, "inner", embedder).backbone.identity
+        return embedder, digest
+
+    frame = evaluate_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, tasks, make_embedder, progress, recompute,
+                              label=recipe)
+    return frame.assign(recipe=recipe)
+
+
+def evaluate_main(argv=None):
+    """``repro evaluate --recipe R [--suite S] [--tasks ...]``; without ``--recipe``, the harness check
+    (all-MiniLM-L6-v2 against MTEB's published scores, :mod:`repro.core.reference`)."""
+    argv = list(argv or [])
+    if "--recipe" not in argv:
+        return reference_main(argv)
+    parser = argparse.ArgumentParser(description="Score a named recipe on a suite (stored per task).")
+    parser.add_argument("--recipe", required=True)
+    parser.add_argument("--suite", default="compact")
+    parser.add_argument("--tasks", nargs="*")
+    parser.add_argument("--recompute", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        frame = evaluate_recipe(args.recipe, args.suite, args.tasks, args.recompute)
+    except (ValueError, FileNotFoundError, TypeError) as error:
+        raise SystemExit(f"repro evaluate: {error}") from None
+    table = frame.groupby(["category", "task"])["main_score"].mean().mul(100).round(2)
+    print(table.to_string())
+    print(f"mean over {len(table)} tasks: {table.mean():.2f} (x100; suite '{args.suite}', stored in results/"
+          f"{RECIPE_SCORES}/)")
 
 
 def main(argv=None):

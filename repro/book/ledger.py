@@ -38,7 +38,8 @@ PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
           3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
 WILCOXON = "Wilcoxon over tasks"  # signed-rank, two-sided, p < 0.05 (the page's prose says so once)
 NOT_QUOTED = "not quoted in the book"
-VERDICTS = {"not supported at this scale": "not supported (no significant difference)"}  # one wording for all
+# "edge is the best" needs a significant win over every other variant: short of that, say which way it falls short
+VERDICTS = {"not supported at this scale": "not supported (not significantly better than every other variant)"}
 
 
 def _fmt_p(p) -> str:

@@ -116,14 +116,23 @@ def _quoted_gain(prompt: str, variant: str) -> str:
     return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({P2_SOURCE})"
 
 
+def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFrame, list[str]]:
+    """The EmbedFilter sweep scores a Paper 2 page reads, and its variants; loaded once per grid (``loaded``)."""
+    skipped = [parse_run(r) for r in params.get("skip_runs", [])]
+    runs = [(b, p) for b in params["backbones"] for p in params["prompts"] if (b, p) not in skipped]
+    variants = sweep_variants(params["ratios"])
+    key = (tuple(runs), params["suite"], tuple(params["tasks"] or ()), tuple(variants))
+    if key not in loaded:
+        loaded[key] = sweep_scores(runs, params["suite"], params["tasks"], variants, recompute)
+    return loaded[key], variants
+
+
 def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
     """The main table (edge/2 against raw, per backbone x prompt) and the filter-type ablation (edge/2 is the
     best ratio-2 filter)."""
-    rows = []
+    rows, loaded = [], {}
     main = page_parameters("p2_main_table", profile)
-    skipped = [parse_run(r) for r in main.get("skip_runs", [])]
-    runs = [(b, p) for b in main["backbones"] for p in main["prompts"] if (b, p) not in skipped]
-    scores = sweep_scores(runs, main["suite"], main["tasks"], sweep_variants(main["ratios"]), recompute)
+    scores, _ = _page_sweep(main, recompute, loaded)
     for _, r in tests_against_raw(scores, ["edge/2"]).iterrows():
         test = str(r["verdict"])
         verdict = ("supported" if test == "significant: edge/2 better" else
@@ -136,11 +145,8 @@ def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                                                     f"{r['losses']} losses",
                      "verdict": verdict, "page": "p2_main_table"})
     types = page_parameters("p2_filter_types", profile)
-    skipped = [parse_run(r) for r in types.get("skip_runs", [])]
-    runs = [(b, p) for b in types["backbones"] for p in types["prompts"] if (b, p) not in skipped]
-    variants = sweep_variants(types["ratios"])
+    scores, variants = _page_sweep(types, recompute, loaded)  # (the main table's, when the pages share a grid)
     ablation = ["raw"] + [v for v in variants if v.endswith("/2")]
-    scores = sweep_scores(runs, types["suite"], types["tasks"], variants, recompute)
     _, summary = best_variant_tests(scores, "edge/2", ablation)
     others = {k: v for k, v in PAPER_ABLATION.items() if k != "edge/2"}
     runner_up = max(others, key=others.get)

@@ -11,6 +11,9 @@
     repro report                                               markdown tables of the stored results
     repro recipes                                              the named recipes (Embedder.from_recipe) and their scores
     repro encode --recipe R --input texts.txt --output emb.npy encode a file of texts with a named recipe
+    torchrun --nproc-per-node 2 -m repro encode ...            the same, across 2 processes
+    repro export RECIPE FOLDER                                 a recipe as a sentence-transformers folder
+    repro ship-weights BACKBONE p1-model1 --seed S             ship a trained recipe's adapter and head (fp16)
 
 ``repro COMMAND --help`` gives each command's options. The command line works offline (``HF_HUB_OFFLINE=1``
 unless set) and logs at INFO level.
@@ -37,6 +40,8 @@ COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
     "recipes": "repro.book.recipes",
     "encode": "repro.book.recipes:encode_main",
     "screenshot": "repro.book.screenshot",
+    "export": "repro.export.folder",
+    "ship-weights": "repro.book.shipped",
 }
 
 

@@ -14,9 +14,16 @@ A recipe id is ``<backbone>/<method>[+<filter>]``, the same names the result key
 * ``+<filter>``: an EmbedFilter variant of the filter-type pages (``edge/2``, ``edge/4``, ``head/2``,
   ``truncate/2``, ``randproj/2``, ``whiten/2``...), applied to the cached states.
 
-Trained runs are recipes too: ``run:<folder>`` loads a run folder of the run store (a Paper 1 design or a
-contrastive baseline, or an AutoRegEmbed stage). :func:`recipes_table` lists the training-free recipes with
-their stored scores (``repro recipes``).
+Trained runs are recipes too:
+
+* ``<backbone>/p1-model1`` and ``<backbone>/p1-model5``: Paper 1's models 1 and 5 trained under the budget rule,
+  from the weights shipped in ``weights/`` (:mod:`repro.book.shipped`: float16 copies of one seed's run), with
+  an optional ``+<filter>`` too (the EmbedFilter map applied to the trained model's embeddings);
+* ``run:<folder>`` loads any run folder of the run store (a Paper 1 design or a contrastive baseline, or an
+  AutoRegEmbed stage).
+
+Trained models embed at the evaluation's max length (512 tokens), as their stored scores were computed.
+:func:`recipes_table` lists the recipes with their stored scores (``repro recipes``).
 """
 
 from __future__ import annotations
@@ -29,19 +36,25 @@ import numpy as np
 import pandas as pd
 
 from repro.autoregembed.experiments.scores import autoreg_embedder_from
+from repro.book.leaderboard import leaderboard_scores
+from repro.book.shipped import TRAINED_RECIPES, shipped_folder
+from repro.book.shipped import source as shipped_source
 from repro.core.backbones import PACKAGED, load_backbone
 from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
 from repro.core.reference import main as reference_main
-from repro.core.scoring import evaluate_per_task
+from repro.core.scoring import evaluate_per_task, stored_per_task
+from repro.core.tasks import TASKS
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import PROMPT_POOLING, encode_config, filters_for, stored_scores
+from repro.pooling_attention.converged import converged_scores
 from repro.store.atomic import write_npy
 from repro.store.fingerprint import weights_digest
 from repro.training.contrastive import TrainedEmbedder, load_trained
 
 UNTRAINED = {"last": ("none-noeos", "last"), "mean": ("none-noeos", "mean")}
-METHODS = (*PROMPT_POOLING, *UNTRAINED)
+METHODS = (*PROMPT_POOLING, *UNTRAINED, *TRAINED_RECIPES)
+EVAL_MAX_LENGTH = 512  # trained models are scored at this max length (repro.training.evaluation)
 
 
 def parse_recipe(recipe: str) -> tuple[str, str, str | None]:
@@ -64,6 +77,16 @@ def from_recipe(recipe: str, progress: bool = False) -> Embedder:
     if isinstance(recipe, str) and recipe.startswith("run:"):
         return _trained(Path(recipe[4:]).expanduser())
     backbone_name, method, variant = parse_recipe(recipe)
+    if method in TRAINED_RECIPES:
+        if variant and variant.startswith("whiten"):
+            raise ValueError(f"{recipe}: whitening is fitted on untrained states; a trained recipe takes the "
+                             "linear filters only (edge/2, head/2, truncate/2, randproj/2, ...)")
+        trained = _trained(shipped_folder(backbone_name, method))
+        if variant is None or variant == "raw":
+            return trained
+        config = EncodeConfig(prompt=trained.config.prompt, poolings=("last",), max_length=EVAL_MAX_LENGTH)
+        transform = filters_for(trained.model.backbone, config, [variant], progress=progress)[variant]
+        return MappedEmbedder(trained, transform, variant)
     backbone = load_backbone(backbone_name)
     if method in UNTRAINED:
         prompt, pooling = UNTRAINED[method]
@@ -81,7 +104,7 @@ def _trained(folder: Path) -> Embedder:
     final = folder / "final" if (folder / "final").is_dir() else folder
     if (final / "train_config.json").is_file():  # a Paper 1 design or a contrastive baseline
         model, config = load_trained(final)
-        return TrainedEmbedder(model, config, digest=weights_digest(model))
+        return TrainedEmbedder(model, config, max_length=EVAL_MAX_LENGTH, digest=weights_digest(model))
     config_file = final / "config.json"
     if config_file.is_file() and "stage" in json.loads(config_file.read_text()):  # an AutoRegEmbed stage
         return autoreg_embedder_from(final)
@@ -110,6 +133,41 @@ def recipes_table(suite: str = "compact") -> pd.DataFrame:
                         "suite": suite, "page": "p2_main_table" if variant in ("raw", "edge/2", "edge/4", "edge/8",
                                                                                   "edge/1") else "p2_filter_types"}
     return pd.DataFrame.from_dict(rows, orient="index").sort_values(["tasks", "mean"], ascending=False)
+
+
+def recipe_scores(recipe: str, suite: str = "compact") -> tuple[pd.DataFrame, str]:
+    """The stored per-task scores of a recipe (columns task, category, score x100; read only) and where they come
+    from: the EmbedFilter sweeps (PromptEOL, Echo, any filter), the untrained references (last, mean), the shipped
+    seed's converged Paper 1 run (p1-model1, p1-model5), else ``repro evaluate --recipe`` (``recipe_scores``)."""
+    columns = ["task", "category", "score"]
+    source = f"results/{RECIPE_SCORES} (repro evaluate --recipe)"
+    frame = pd.DataFrame(columns=columns)
+    if not recipe.startswith("run:"):
+        backbone, method, variant = parse_recipe(recipe)
+        if method in PROMPT_POOLING:
+            scores = stored_scores(suite)
+            if len(scores):
+                part = scores[(scores.backbone == backbone) & (scores.prompt == method)
+                              & (scores.variant == (variant or "raw"))]
+                per_task = part.groupby("task")["main_score"].mean() * 100
+                frame = pd.DataFrame({"task": per_task.index, "score": per_task.values})
+                source = "results/embedfilter (the EmbedFilter sweeps)"
+        elif method in UNTRAINED and variant is None:
+            label = {"last": "last token (untrained)", "mean": "mean (untrained)"}[method]
+            scores, _ = leaderboard_scores(backbone)
+            frame = scores[scores.method == label][["task", "score"]]
+            source = "results/autoreg_untrained (Paper 3's untrained references)"
+        elif method in TRAINED_RECIPES and variant is None:
+            seed = shipped_source(backbone, method)["seed"]
+            scores, _ = converged_scores(backbone, [TRAINED_RECIPES[method]], seeds=[seed], suite=suite)
+            frame = scores[["task", "score"]]
+            source = f"results/trained_scores (the converged run, seed {seed}; the fp32 weights before shipping)"
+    if frame.empty:
+        found = stored_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, list(TASKS))
+        frame = pd.DataFrame([{"task": t, "score": 100 * float(np.mean([r["main_score"] for r in rec["rows"]]))}
+                              for t, rec in found.items()], columns=["task", "score"])
+    frame = frame.assign(category=[TASKS[t].category for t in frame["task"]])[columns]
+    return frame.reset_index(drop=True), source
 
 
 INPUT_SUFFIXES = (".txt", ".jsonl")

@@ -29,6 +29,33 @@ from repro.store.paths import cache_dir
 ATTENTION_MODES = ("causal", "bidirectional")
 
 
+def set_attention(decoder: torch.nn.Module, mode: str) -> None:
+    """Switch every attention module of ``decoder`` between causal and bidirectional attention."""
+    if mode not in ATTENTION_MODES:
+        raise ValueError(f"unknown attention mode '{mode}'; valid: {', '.join(ATTENTION_MODES)}")
+    for module in decoder.modules():
+        if hasattr(module, "is_causal") and module is not decoder:
+            module.is_causal = mode == "causal"
+
+
+def decoder_attention_mask(config, attention: str, input_embeds: torch.Tensor, attention_mask: torch.Tensor):
+    """The ``attention_mask`` to hand a decoder with ``config``: the 2-D padding mask (causal), or a prebuilt 4-D
+    bidirectional mask (padding keys hidden, every real token visible), which the llama, gemma3 and qwen2
+    decoders pass through unchanged to every layer."""
+    if attention == "causal":
+        return attention_mask
+    full = create_bidirectional_mask(config=config, inputs_embeds=input_embeds, attention_mask=attention_mask,
+                                     allow_is_bidirectional_skip=False)
+    window = getattr(config, "sliding_window", None)
+    layer_types = set(getattr(config, "layer_types", None) or [])
+    if "sliding_attention" in layer_types and window and input_embeds.shape[1] > window:
+        raise ValueError(
+            f"bidirectional attention for inputs longer than the sliding window ({window} tokens) is not "
+            f"supported: lower max_length to {window}"
+        )
+    return full
+
+
 @dataclass(frozen=True)
 class PackagedGGUF:
     """A GGUF file shipped inside one or more PyPI packages."""
@@ -187,31 +214,12 @@ class Backbone:
 
     def set_attention(self, mode: str) -> None:
         """Switch every attention module between causal and bidirectional attention."""
-        if mode not in ATTENTION_MODES:
-            raise ValueError(f"unknown attention mode '{mode}'; valid: {', '.join(ATTENTION_MODES)}")
-        for module in self.decoder.modules():
-            if hasattr(module, "is_causal") and module is not self.decoder:
-                module.is_causal = mode == "causal"
+        set_attention(self.decoder, mode)
         self.attention = mode
 
     def attention_mask_argument(self, input_embeds: torch.Tensor, attention_mask: torch.Tensor):
-        """The ``attention_mask`` to hand the decoder: the 2-D padding mask (causal), or a prebuilt 4-D
-        bidirectional mask (padding keys hidden, every real token visible), which the llama, gemma3
-        and qwen2 decoders pass through unchanged to every layer."""
-        if self.attention == "causal":
-            return attention_mask
-
-        config = self.decoder.config
-        full = create_bidirectional_mask(config=config, inputs_embeds=input_embeds, attention_mask=attention_mask,
-                                         allow_is_bidirectional_skip=False)
-        window = getattr(config, "sliding_window", None)
-        layer_types = set(getattr(config, "layer_types", None) or [])
-        if "sliding_attention" in layer_types and window and input_embeds.shape[1] > window:
-            raise ValueError(
-                f"bidirectional attention for inputs longer than the sliding window ({window} tokens) is not "
-                f"supported: lower max_length to {window}"
-            )
-        return full
+        """The ``attention_mask`` to hand the decoder (:func:`decoder_attention_mask`)."""
+        return decoder_attention_mask(self.decoder.config, self.attention, input_embeds, attention_mask)
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Sequence[torch.Tensor]:
         """All hidden states (embedding output + one per layer) from ONE decoder forward; no lm_head."""

@@ -40,6 +40,7 @@ from repro.book.leaderboard import leaderboard_scores
 from repro.book.shipped import TRAINED_RECIPES, shipped_folder
 from repro.book.shipped import source as shipped_source
 from repro.core.backbones import PACKAGED, load_backbone
+from repro.core.distributed import init_from_env, world
 from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
 from repro.core.reference import main as reference_main
@@ -198,19 +199,23 @@ def read_texts(path: str | Path, field: str = "text") -> list[str]:
 def encode_file(recipe: str, source: str | Path, output: str | Path, field: str = "text",
                 progress: bool = True) -> np.ndarray:
     """Encode every text of ``source`` with ``recipe`` and save the float32 ``[n, d]`` array to ``output``
-    (``.npy``, written atomically). Resumable: the states cache keeps every finished chunk."""
+    (``.npy``, written atomically). Resumable: the states cache keeps every finished chunk. Under ``torchrun``
+    (:mod:`repro.core.distributed`) the ranks share the chunks still to encode and rank 0 writes ``output``."""
     output = Path(output)
     if output.suffix != ".npy":
         raise ValueError(f"{output}: the output is a .npy file")
     texts = read_texts(source, field)
+    rank, _ = init_from_env()
     vectors = from_recipe(recipe, progress=progress).encode(texts)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_npy(output, vectors)
+    if rank == 0:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_npy(output, vectors)
     return vectors
 
 
 def encode_main(argv=None):
-    parser = argparse.ArgumentParser(description="Encode a file of texts with a named recipe (repro recipes).")
+    parser = argparse.ArgumentParser(description="Encode a file of texts with a named recipe (repro recipes); "
+                                                 "torchrun --nproc-per-node N -m repro encode ... runs N processes.")
     parser.add_argument("--recipe", required=True, help="'<backbone>/<method>[+<filter>]' or 'run:<folder>'")
     parser.add_argument("--input", required=True, help="a .txt file (one text per line) or .jsonl (--field)")
     parser.add_argument("--output", required=True, help="the .npy file to write")
@@ -220,7 +225,10 @@ def encode_main(argv=None):
         vectors = encode_file(args.recipe, args.input, args.output, args.field)
     except (ValueError, FileNotFoundError, TypeError) as error:
         raise SystemExit(f"repro encode: {error}") from None
-    print(f"{args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32")
+    rank, size = world()
+    if rank == 0:
+        print(f"{args.output}: {vectors.shape[0]} x {vectors.shape[1]} float32" + (f" ({size} processes)" if size > 1
+                                                                                   else ""))
 
 
 RECIPE_SCORES = "recipe_scores"

@@ -9,7 +9,10 @@
 * results are cached on disk in chunks keyed by everything that changes them (backbone identity and
   revision, attention mode, prompt, instruction, poolings, layers, max length, truncation, the chunk's
   texts), written atomically: a killed run resumes at the first missing chunk, a changed setting never
-  reads a stale file. The same call twice gives bit-identical arrays.
+  reads a stale file. The same call twice gives bit-identical arrays;
+* several processes (``torchrun``, :mod:`repro.core.distributed`): the chunks still to compute are dealt to the
+  ranks in turn, each rank writes its own chunks, and after a barrier every rank reads the others' from the cache
+  and returns the full array in input order, bit-identical to one process with the same threads per process.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import torch
 from tqdm.auto import tqdm
 
 from repro.core.backbones import Backbone
+from repro.core.distributed import barrier, world
 from repro.core.prompts import Prompt, get_prompt
 from repro.store.atomic import write_json, write_npy
 from repro.store.paths import states_dir
@@ -227,13 +231,15 @@ _MEMO_SIZE = 3
 
 def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None = None, *,
            cache: bool = True, cache_root: Path | None = None, batch_tokens: int = 8192, max_batch: int = 64,
-           progress: bool = True, select: tuple[str, int] | None = None) -> dict[str, np.ndarray]:
+           progress: bool = True, select: tuple[str, int] | None = None,
+           chunk_size: int = CHUNK_SIZE) -> dict[str, np.ndarray]:
     """Pooled states ``{pooling: array[layers, len(texts), hidden]}`` (float32), in the order of ``texts``.
 
     ``layers`` are hidden-state indices: 0 is the embedding output, ``num_layers`` the final
     (post-norm) state. All layers come from one forward pass (and are all cached).
     ``select=(pooling, position)``: return only that pooling and that position of the config's layer list
-    (``{pooling: array[1, len(texts), hidden]}``), without copying the other layers.
+    (``{pooling: array[1, len(texts), hidden]}``), without copying the other layers. ``chunk_size``: texts per
+    cache file, and the unit of work of each rank when several processes encode (they need ``cache=True``).
     """
     config = config or EncodeConfig()
     texts = check_texts(texts)
@@ -246,6 +252,11 @@ def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None
     if not texts:
         return {p: np.zeros((len(layers), 0, d), dtype=np.float32) for p in config.poolings}
 
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    rank, size = world()
+    if size > 1 and not cache:
+        raise ValueError("several processes share their chunks through the cache: encode with cache=True")
     settings = settings_key(backbone, config)
     unique = sorted(set(texts))
     memo_key = _hash([settings, _hash(unique)])
@@ -260,30 +271,34 @@ def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None
         if cache:
             write_json(folder / "settings.json", settings)
         states = {p: np.zeros((len(layers), len(unique), d), dtype=np.float32) for p in config.poolings}
-        chunks = [order[i:i + CHUNK_SIZE] for i in range(0, len(order), CHUNK_SIZE)]
-        todo_tokens = 0
-        loaded = []
-        for chunk in chunks:
-            key = _hash([unique[i] for i in chunk])
-            files = {p: folder / f"{key}.{p}.npy" for p in config.poolings}
-            if cache and all(f.is_file() for f in files.values()):
-                for p, f in files.items():
-                    states[p][:, chunk] = np.load(f)
-                loaded.append(True)
-            else:
-                todo_tokens += sum(len(tokenized[i].ids) for i in chunk)
-                loaded.append(False)
-        bar = tqdm(total=todo_tokens, unit="tok", desc=f"encode {backbone.name}", disable=not progress or not todo_tokens)
-        for chunk, done in zip(chunks, loaded):
-            if done:
-                continue
-            pooled = _forward_pooled(backbone, [tokenized[i] for i in chunk], config, layers, batch_tokens,
+        chunks = [order[i:i + chunk_size] for i in range(0, len(order), chunk_size)]
+        keys = [_hash([unique[i] for i in chunk]) for chunk in chunks]
+        files = [{p: folder / f"{key}.{p}.npy" for p in config.poolings} for key in keys]
+        done = [cache and all(f.is_file() for f in chunk_files.values()) for chunk_files in files]
+        todo = [i for i, finished in enumerate(done) if not finished]
+        if size > 1 and todo:
+            barrier()  # every rank has listed the missing chunks before any rank writes one
+        mine = set(todo[rank::size])  # the missing chunks, dealt to the ranks in turn
+        for i, finished in enumerate(done):
+            if finished:
+                for p, f in files[i].items():
+                    states[p][:, chunks[i]] = np.load(f)
+        todo_tokens = sum(len(tokenized[j].ids) for i in mine for j in chunks[i])
+        label = f"encode {backbone.name}" + (f" [rank {rank}/{size}]" if size > 1 else "")
+        bar = tqdm(total=todo_tokens, unit="tok", desc=label, disable=not progress or not todo_tokens)
+        for i in sorted(mine):
+            pooled = _forward_pooled(backbone, [tokenized[j] for j in chunks[i]], config, layers, batch_tokens,
                                      max_batch, bar)
-            key = _hash([unique[i] for i in chunk])
             for p, array in pooled.items():
-                states[p][:, chunk] = array
+                states[p][:, chunks[i]] = array
                 if cache:
-                    write_npy(folder / f"{key}.{p}.npy", array)
+                    write_npy(files[i][p], array)
+        if size > 1 and todo:
+            barrier()  # every rank has written its chunks
+            for i in todo:
+                if i not in mine:
+                    for p, f in files[i].items():
+                        states[p][:, chunks[i]] = np.load(f)
         bar.close()
         if cache:
             _MEMO[memo_key] = states

@@ -8,13 +8,24 @@ Prints
   (c) peak RSS of the process.
 
     python benchmarks/encode.py --backbone smollm2-135m --texts 96
+
+``--processes``: instead, 2 processes x 1 thread (torchrun, gloo) against 1 process x 2 threads on the same texts,
+each from a cold states cache (tokens/s over the encode call, model loading excluded), and their ratio:
+
+    python benchmarks/encode.py --processes --texts 2000
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -66,15 +77,67 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
 
 
+def sts_texts(n: int) -> list[str]:
+    data = read_task("STSBenchmark", "full")["test"]
+    return list(dict.fromkeys(data["sentence1"] + data["sentence2"]))[:n]
+
+
+def worker(backbone_name: str, n: int, cache: str, out: str) -> None:
+    """One rank of a timed encode (under torchrun, or alone): writes its timing to ``out``.<rank>.json."""
+    from repro.core.distributed import barrier, init_from_env
+
+    rank, size = init_from_env()
+    texts = sts_texts(n)
+    backbone = load_backbone(backbone_name)
+    config = EncodeConfig(prompt="none", poolings=("last",))
+    barrier()
+    start = time.perf_counter()
+    encode(backbone, texts, config, cache_root=Path(cache), chunk_size=max(1, len(texts) // 16), progress=False)
+    barrier()
+    seconds = time.perf_counter() - start
+    tokenize = Tokenizer(backbone.tokenizer, get_prompt(config.prompt), config)
+    Path(f"{out}.{rank}.json").write_text(json.dumps({
+        "seconds": seconds, "tokens": sum(len(tokenize(t).ids) for t in texts), "processes": size,
+        "threads": torch.get_num_threads()}))
+
+
+def compare_processes(backbone: str, n: int) -> None:
+    """2 processes x 1 thread vs 1 process x 2 threads, measured here in one run."""
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for processes, threads in ((1, 2), (2, 1)):
+            env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+            env["OMP_NUM_THREADS"] = str(threads)
+            launcher = [sys.executable] if processes == 1 else [
+                sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"]
+            out = f"{tmp}/timing{processes}"
+            subprocess.run(launcher + [__file__, "--worker", "--backbone", backbone, "--texts", str(n),
+                                       "--cache", f"{tmp}/cache{processes}", "--out", out], env=env, check=True)
+            results[processes] = json.loads(Path(f"{out}.0.json").read_text())
+    one, two = results[1], results[2]
+    rate = {p: r["tokens"] / r["seconds"] for p, r in results.items()}
+    print(f"backbone {backbone}: {n} STS-B sentences, {one['tokens']} tokens, cold cache, 16 chunks")
+    print(f"1 process x {one['threads']} threads: {rate[1]:.0f} tok/s ({one['seconds']:.1f} s)")
+    print(f"{two['processes']} processes x {two['threads']} thread: {rate[2]:.0f} tok/s ({two['seconds']:.1f} s)")
+    print(f"ratio (2 processes / 1 process): {rate[2] / rate[1]:.2f}x")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backbone", default="smollm2-135m")
     parser.add_argument("--texts", type=int, default=96, help="STS-B test sentences to encode")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--processes", action="store_true", help="2 processes x 1 thread vs 1 process x 2 threads")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cache", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.backbone, args.texts, args.cache, args.out)
+    if args.processes:
+        return compare_processes(args.backbone, args.texts)
 
-    data = read_task("STSBenchmark", "full")["test"]
-    texts = list(dict.fromkeys(data["sentence1"] + data["sentence2"]))[: args.texts]
+    texts = sts_texts(args.texts)
     backbone = load_backbone(args.backbone)
     config = EncodeConfig(prompt="none", poolings=("last",))
     tokenize = Tokenizer(backbone.tokenizer, get_prompt(config.prompt), config)

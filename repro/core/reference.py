@@ -17,7 +17,7 @@ import pandas as pd
 from sentence_transformers import SentenceTransformer
 
 from repro.core.evaluate import run_mteb
-from repro.core.tasks import STS_TASKS, data_fingerprint, describe_suite, offline_task
+from repro.core.tasks import STS_TASKS, data_fingerprint, describe_suite, suite_task
 from repro.store.results import load_or_compute
 
 EXPERIMENT = "reference_minilm"
@@ -55,7 +55,7 @@ def compare(suite: str = "full", tasks: list[str] | None = None, recompute: bool
     def compute():
         model = load_minilm()
         start = time.perf_counter()
-        rows = run_mteb(model, [offline_task(t, suite) for t in tasks])
+        rows = run_mteb(model, [suite_task(t, suite) for t in tasks])
         return rows, {"seconds": time.perf_counter() - start}, {"published_source": PUBLISHED_SOURCE}
 
     record = load_or_compute(EXPERIMENT, params, compute, recompute=recompute)

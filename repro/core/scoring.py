@@ -11,7 +11,7 @@ import pandas as pd
 
 from repro.core.embedder import Embedder
 from repro.core.evaluate import MtebEncoder, evaluate_encoders
-from repro.core.tasks import check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.core.tasks import check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
 from repro.store.results import encode_array, load_or_compute, load_result
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ def task_params(identity: dict, suite: str, task: str) -> dict:
 def stored_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str]) -> dict[str, dict]:
     """The stored per-task records of ``identity`` (missing tasks left out), never computing anything: what a
     page renders from."""
-    records = {task: load_result(experiment, task_params(identity, suite, task)) for task in check_task_names(tasks)}
+    records = {task: load_result(experiment, task_params(identity, suite, task)) for task in check_task_names(tasks, suite)}
     return {task: record for task, record in records.items() if record is not None}
 
 
@@ -38,7 +38,7 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
     (or, with ``recompute_stale``, always: then every task stored from other weights is recomputed); scores
     from two different trainings (digests) are never mixed in one table."""
     suite_caps(suite)
-    tasks = check_task_names(tasks)
+    tasks = check_task_names(tasks, suite)
     state: dict = {}
 
     def load():
@@ -58,7 +58,7 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
             start = time.perf_counter()
             sims: dict = {}
             units: dict = {}
-            rows = evaluate_encoders([offline_task(name, suite)], [({}, state["encoder"])], progress=False,
+            rows = evaluate_encoders([suite_task(name, suite)], [({}, state["encoder"])], progress=False,
                                      pair_similarities=sims, units=units)
             extra = {"weights_sha256": state["weights"]}
             if sims:

@@ -60,7 +60,10 @@ SUITES: dict[str, Caps] = {
     "small": Caps(sts_pairs=200, cls_test=200, cls_train=500, clustering_docs=None, clustering_subsets=2,
                   pairs=300, queries=30, corpus=150),
     "full": Caps(),
+    # mteb: the real MTEB tasks, downloaded by mteb (needs a network), uncapped: the `paper` profile's suite
+    "mteb": Caps(),
 }
+ONLINE_SUITES = ("mteb",)
 # IMDB reviews are ~300 tokens each: the capped suites cap its test split harder.
 LONG_TEXT_TEST_CAP = {"standard": 300, "compact": 60, "small": 40}
 
@@ -129,9 +132,16 @@ def _unknown(kind: str, name: str, valid) -> ValueError:
     return ValueError(f"unknown {kind} '{name}'; valid: {', '.join(valid)}")
 
 
-def check_task_names(names) -> list[str]:
-    """The task names as a list (all tasks when ``names`` is empty); an unknown name is a clear error."""
+def check_task_names(names, suite: str | None = None) -> list[str]:
+    """The task names as a list (all tasks when ``names`` is empty); an unknown name is a clear error. For an
+    online suite (``mteb``) any task mteb knows is valid (checked from mteb's metadata: nothing is downloaded)."""
     names = list(names or TASKS)
+    if suite in ONLINE_SUITES:
+        known = {t.metadata.name for t in mteb.get_tasks(tasks=[n for n in names if n not in TASKS])}
+        unknown = [n for n in names if n not in TASKS and n not in known]
+        if unknown:
+            raise ValueError(f"unknown MTEB task(s) {unknown} (mteb {mteb.__version__})")
+        return names
     for name in names:
         if name not in TASKS:
             raise _unknown("task", name, TASKS)
@@ -272,7 +282,10 @@ def read_task(name: str, suite: str = "standard") -> dict:
 
 
 def data_fingerprint(name: str) -> str:
-    """sha256 over the task's files (names, sizes and contents)."""
+    """sha256 over the task's files (names, sizes and contents); a task outside the offline data (the ``mteb``
+    suite) is identified by its MTEB dataset revision."""
+    if name not in TASKS:
+        return "mteb-" + str(mteb.get_task(name).metadata.dataset.get("revision"))
     folder = task_folder(name)
     return sha256_files([folder / f for f in sorted(TASKS[name].files.values())], with_names=True)[:16]
 
@@ -361,6 +374,12 @@ def online_task(name: str):
 
     source = TASKS.get(name)
     return mteb.get_task(source.mteb_name if source and source.mteb_name else name)
+
+
+def suite_task(name: str, suite: str):
+    """The mteb task object of ``name`` in ``suite``: the offline task at the suite's caps, or for an online suite
+    (``mteb``) the real MTEB task."""
+    return online_task(name) if suite in ONLINE_SUITES else offline_task(name, suite)
 
 
 def suite_tasks(suite: str = "standard", names: list[str] | None = None, offline: bool = True):

@@ -23,7 +23,7 @@ from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
-from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
 from repro.embedfilter.filters import Normalized, make_filter, parse_variant, sweep_variants, unembedding_spectrum
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
@@ -97,7 +97,7 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
                                    progress=progress and i == 0))
                     for i, (name, fmap) in enumerate(maps.items())]
         sims: dict = {}
-        rows = evaluate_encoders([offline_task(task_name, suite)], encoders, progress=progress,
+        rows = evaluate_encoders([suite_task(task_name, suite)], encoders, progress=progress,
                                  pair_similarities=sims, desc=prompt)
         if official and "cosine_ap" in rows:
             rows = rows.assign(mteb_main_score=rows["main_score"], main_score=rows["cosine_ap"])
@@ -119,7 +119,7 @@ def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", pro
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol '{protocol}'; valid: {', '.join(PROTOCOLS)}")
     suite_caps(suite)
-    tasks = check_task_names(tasks)
+    tasks = check_task_names(tasks, suite)
     for v in variants or []:
         parse_variant(v)
     backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)

@@ -19,7 +19,7 @@ from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig, count_tokens
 from repro.core.evaluate import evaluate_layers
 from repro.core.samples import task_texts
-from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "layerwise"
@@ -39,7 +39,7 @@ def layerwise_task(backbone, task_name: str, suite: str, config: EncodeConfig, l
     def compute():
         start = time.perf_counter()
         sims: dict = {}
-        rows = evaluate_layers(backbone, [offline_task(task_name, suite)], config, layers=layers,
+        rows = evaluate_layers(backbone, [suite_task(task_name, suite)], config, layers=layers,
                                progress=progress, pair_similarities=sims)
         seconds = time.perf_counter() - start
         timings = {"task_seconds": seconds,
@@ -107,7 +107,7 @@ def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prom
     """Scores per (task, layer, pooling). ``layers``: indices to score (negative count from the end);
     ``layer_step``: score every step-th layer plus the last (ignored when ``layers`` is given)."""
     suite_caps(suite)
-    tasks = check_task_names(tasks)
+    tasks = check_task_names(tasks, suite)
     backbone = load_backbone(backbone_name, attention=attention, dtype=STORED_DTYPE)
     config = EncodeConfig(prompt=prompt, max_length=max_length)
     if layers is None:  # every layer_step-th layer plus the last; all layers by default

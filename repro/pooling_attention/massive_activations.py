@@ -20,7 +20,7 @@ from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences
-from repro.core.tasks import data_fingerprint, describe_suite, offline_task
+from repro.core.tasks import data_fingerprint, describe_suite, suite_task
 from repro.store.results import load_or_compute
 
 EXPERIMENT = "p1_massive_activations"
@@ -76,7 +76,7 @@ def massive_activations(backbone_name: str, suite: str = "standard", task: str =
             for variant, transform in variants:
                 encoders.append(({"layer": layer, "variant": variant},
                                  states_encoder(backbone, config, "mean", layer, transform=transform)))
-        rows = evaluate_encoders([offline_task(task, suite)], encoders, progress=False)
+        rows = evaluate_encoders([suite_task(task, suite)], encoders, progress=False)
         dropped = [DropDimensions(reference[layer]).dropped for layer in layers]
         rows = rows.merge(pd.DataFrame({"layer": layers, "max_over_median_magnitude": ratio,
                                         "largest_dimension": top_dim, "dims_zeroed": dropped}), on="layer")

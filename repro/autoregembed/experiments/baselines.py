@@ -14,7 +14,7 @@ from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS
 from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig
 from repro.core.evaluate import evaluate_encoders, states_encoder
-from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, describe_suite, offline_task, suite_caps
+from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
 from repro.store.lanes import in_lane_order
 from repro.store.results import encode_array, load_or_compute
 from repro.training import budget
@@ -60,7 +60,7 @@ def evaluate_untrained(backbone: str, suite: str = "compact", tasks: Sequence[st
                 config = EncodeConfig(prompt=prompt, poolings=poolings, max_length=max_length,
                                       layers=(model.num_layers,))
                 sims: dict = {}
-                rows = evaluate_encoders([offline_task(name, suite)], [({"method": label},
+                rows = evaluate_encoders([suite_task(name, suite)], [({"method": label},
                                          states_encoder(model, config, pooling))], progress=False, pair_similarities=sims)
                 extra = {"pair_similarities": encode_array(next(iter(sims.values())))} if sims else {}
                 return rows, {}, extra

@@ -27,6 +27,7 @@ import papermill
 from nbformat.v4 import new_markdown_cell, new_notebook
 
 from repro.book.pages import NOTEBOOKS, PROFILES, page_parameters
+from repro.book.paper_profile import print_dry_run
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
 
@@ -168,6 +169,9 @@ def main(argv=None):
     parser.add_argument("--lanes", type=int, default=1,
                         help="processes per page that split its runs (repro.store.lanes); not with --recompute")
     parser.add_argument("--no-site", action="store_true", help="execute notebooks only")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --profile paper: resolve every page (nothing downloaded or run) and print its "
+                             "settings and a GPU-hour estimate")
     parser.add_argument("--compute-pending", action="store_true",
                         help=f"also execute the standard pages whose results are pending ({', '.join(PENDING)})")
     args = parser.parse_args(argv)
@@ -175,6 +179,10 @@ def main(argv=None):
         parser.error("--lanes must be >= 1, and lanes cannot share the work of --recompute (each would redo it)")
     overrides = dict(parse_override(p) for p in args.param)
     names = args.only or list(NOTEBOOKS)
+    if args.dry_run:
+        if args.profile != "paper":
+            parser.error("--dry-run resolves the paper profile: use it with --profile paper")
+        return print_dry_run(names)
     timings = {}
     for name in names:
         start = time.perf_counter()

@@ -41,7 +41,7 @@ from repro.book.shipped import TRAINED_RECIPES, shipped_folder
 from repro.book.shipped import source as shipped_source
 from repro.core.backbones import PACKAGED, load_backbone
 from repro.core.distributed import init_from_env, world
-from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
+from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
 from repro.core.reference import main as reference_main
 from repro.core.scoring import evaluate_per_task, stored_per_task
@@ -83,6 +83,8 @@ def from_recipe(recipe: str, progress: bool = False) -> Embedder:
             raise ValueError(f"{recipe}: whitening is fitted on untrained states; a trained recipe takes the "
                              "linear filters only (edge/2, head/2, truncate/2, randproj/2, ...)")
         trained = _trained(shipped_folder(backbone_name, method))
+        trained = CachedEmbedder(trained, json.dumps([trained.config.identity(), trained.config.max_length,
+                                                      trained.digest]))
         if variant is None or variant == "raw":
             return trained
         config = EncodeConfig(prompt=trained.config.prompt, poolings=("last",), max_length=EVAL_MAX_LENGTH)
@@ -234,6 +236,19 @@ def encode_main(argv=None):
 RECIPE_SCORES = "recipe_scores"
 
 
+def weights_id(embedder: Embedder) -> str:
+    """What identifies an Embedder's weights: a trained model's weights digest, else the backbone's identity (name,
+    revision, attention), looked up through wrappers (``inner``)."""
+    while True:
+        if getattr(embedder, "digest", ""):
+            return embedder.digest
+        if hasattr(embedder, "backbone"):
+            return embedder.backbone.identity
+        if not hasattr(embedder, "inner"):
+            raise ValueError(f"{embedder!r} names no weights (no digest, backbone or inner embedder)")
+        embedder = embedder.inner
+
+
 def evaluate_recipe(recipe: str, suite: str = "compact", tasks=None, recompute: bool = False,
                     progress: bool = True) -> pd.DataFrame:
     """mteb scores of a recipe on ``suite`` (every task, or ``tasks``), stored per task in
@@ -244,9 +259,7 @@ def evaluate_recipe(recipe: str, suite: str = "compact", tasks=None, recompute: 
 
     def make_embedder():
         embedder = from_recipe(recipe, progress)
-        # a trained run's weights digest; a training-free recipe's backbone identity (name, revision, attention)
-        digest = getattr(embedder, "digest", "") or getattr(embedder, "inner", embedder).backbone.identity
-        return embedder, digest
+        return embedder, weights_id(embedder)
 
     frame = evaluate_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, tasks, make_embedder, progress, recompute,
                               label=recipe)

@@ -12,6 +12,8 @@ Implementations:
   :func:`repro.core.encode.encode` (the fast path: every layer of every pooling from one forward);
 * :class:`MappedEmbedder`: a linear map (an EmbedFilter projection, whitening, a random projection) applied to
   any Embedder's output;
+* :class:`CachedEmbedder`: any Embedder's outputs cached on disk (a trained model's embeddings, so that its
+  filtered variants never re-encode);
 * trained models: :class:`repro.training.contrastive.TrainedEmbedder` (the five designs and the contrastive
   baselines) and :class:`repro.autoregembed.model.AutoRegEmbedder`.
 
@@ -28,7 +30,9 @@ from importlib import metadata
 import numpy as np
 
 from repro.core.backbones import Backbone
-from repro.core.encode import EncodeConfig, check_texts, encode
+from repro.core.encode import CHUNK_SIZE, EncodeConfig, _hash, check_texts, encode
+from repro.store.atomic import write_npy
+from repro.store.paths import states_dir
 
 ROLES = ("query", "document")
 RECIPE_PLUGINS = "repro.recipes"  # the entry-point group Embedder.from_recipe resolves recipe ids through
@@ -125,3 +129,42 @@ class MappedEmbedder(Embedder):
 
     def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
         return self.transform(self.inner.encode(texts, role=role, instruction=instruction))
+
+
+class CachedEmbedder(Embedder):
+    """``inner``'s embeddings cached on disk in chunks of unique texts, keyed by ``key`` (everything that changes
+    ``inner``'s output: for a trained model its configuration, max length and weights digest), the role, the
+    instruction and the chunk's texts; written atomically, so a killed evaluation resumes. Other attributes are
+    ``inner``'s (``digest``, ``model``...)."""
+
+    def __init__(self, inner: Embedder, key: str, chunk_size: int = CHUNK_SIZE):
+        self.inner, self.key, self.chunk_size = inner, key, chunk_size
+
+    def __getattr__(self, name):
+        if name in ("inner", "key", "chunk_size"):  # not set yet (unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    def embed(self, texts: list[str], role: str, instruction: str | None) -> np.ndarray:
+        unique = sorted(set(texts))
+        folder = states_dir() / "embedder" / _hash([self.key, role, instruction])
+        out = np.zeros((len(unique), self.dim), dtype=np.float32)
+        for start in range(0, len(unique), self.chunk_size):
+            chunk = unique[start:start + self.chunk_size]
+            path = folder / f"{_hash(chunk)}.npy"
+            if path.is_file():
+                out[start:start + len(chunk)] = np.load(path)
+                continue
+            vectors = self.inner.encode(chunk, role=role, instruction=instruction)
+            write_npy(path, vectors)
+            out[start:start + len(chunk)] = vectors
+        position = {t: i for i, t in enumerate(unique)}
+        return out[[position[t] for t in texts]]

@@ -28,10 +28,10 @@ def test_dry_run_resolves_every_page_and_estimates_gpu_hours(capsys):
 
 
 def test_the_mteb_suite_checks_task_names_against_mteb():
+    import mteb
+
     from repro.book.paper_profile import P1_TASKS, P2_TASKS, P3_TASKS, page_work
     from repro.core.tasks import check_task_names, data_fingerprint
-
-    import mteb
 
     # MTEB(eng, classic), as the official EmbedFilter code asserts (CQADupstack as its 12 forums)
     classic = {t.metadata.name for t in mteb.get_benchmark("MTEB(eng, classic)").tasks}

@@ -137,7 +137,13 @@ def check_task_names(names, suite: str | None = None) -> list[str]:
     online suite (``mteb``) any task mteb knows is valid (checked from mteb's metadata: nothing is downloaded)."""
     names = list(names or TASKS)
     if suite in ONLINE_SUITES:
-        known = {t.metadata.name for t in mteb.get_tasks(tasks=[n for n in names if n not in TASKS])}
+        known = set()
+        for name in names:
+            if name not in TASKS:
+                try:
+                    known.add(mteb.get_task(name).metadata.name)
+                except KeyError:
+                    pass
         unknown = [n for n in names if n not in TASKS and n not in known]
         if unknown:
             raise ValueError(f"unknown MTEB task(s) {unknown} (mteb {mteb.__version__})")

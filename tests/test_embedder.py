@@ -198,3 +198,33 @@ def test_repro_evaluate_scores_a_recipe_stores_it_and_keeps_the_harness_check(ti
     monkeypatch.setattr(recipes, "reference_main", lambda argv: calls.append(argv))
     cli(["evaluate", "--suite", "full"])  # without --recipe: the MiniLM harness check, as before
     assert calls == [["--suite", "full"]]
+
+
+def test_a_cached_embedder_encodes_each_text_once_per_key(tmp_path, monkeypatch):
+    from repro.core.embedder import CachedEmbedder, Embedder
+
+    monkeypatch.setenv("REPRO_STATES_DIR", str(tmp_path))
+    calls = []
+
+    class Counting(Embedder):
+        dim, identity, digest = 3, "counting", "abc"
+
+        def embed(self, texts, role, instruction):
+            calls.append(list(texts))
+            return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32)
+
+    texts = ["banana", "apple", "banana", "kiwi", ""]
+    reference = Counting().encode(texts)
+    calls.clear()
+    cached = CachedEmbedder(Counting(), "key-1", chunk_size=2)
+    first = cached.encode(texts)
+    assert np.array_equal(first, reference) and cached.digest == "abc"
+    assert sorted(t for call in calls for t in call) == sorted(set(texts))  # each unique text once, in chunks of 2
+    calls.clear()
+    assert np.array_equal(CachedEmbedder(Counting(), "key-1", chunk_size=2).encode(texts[::-1]), first[::-1])
+    assert calls == []  # read from the disk cache
+    CachedEmbedder(Counting(), "key-2", chunk_size=2).encode(texts)
+    assert calls  # another key (other weights or settings) never reads key-1's files
+    calls.clear()
+    CachedEmbedder(Counting(), "key-1", chunk_size=2).encode(texts, role="document")
+    assert calls  # nor another role

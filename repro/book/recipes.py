@@ -166,11 +166,18 @@ def recipe_scores(recipe: str, suite: str = "compact") -> tuple[pd.DataFrame, st
             frame = scores[["task", "score"]]
             source = f"results/trained_scores (the converged run, seed {seed}; the fp32 weights before shipping)"
     if frame.empty:
-        found = stored_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, list(TASKS))
-        frame = pd.DataFrame([{"task": t, "score": 100 * float(np.mean([r["main_score"] for r in rec["rows"]]))}
-                              for t, rec in found.items()], columns=["task", "score"])
+        return evaluated_scores(recipe, suite), source
     frame = frame.assign(category=[TASKS[t].category for t in frame["task"]])[columns]
     return frame.reset_index(drop=True), source
+
+
+def evaluated_scores(recipe: str, suite: str = "compact") -> pd.DataFrame:
+    """The scores ``repro evaluate --recipe`` stored for ``recipe`` (task, category, score x100; read only): one
+    set of weights, whatever the recipe."""
+    found = stored_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, list(TASKS))
+    return pd.DataFrame([{"task": t, "category": TASKS[t].category,
+                          "score": 100 * float(np.mean([r["main_score"] for r in rec["rows"]]))}
+                         for t, rec in found.items()], columns=["task", "category", "score"])
 
 
 INPUT_SUFFIXES = (".txt", ".jsonl")

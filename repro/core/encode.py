@@ -232,14 +232,15 @@ _MEMO_SIZE = 3
 def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None = None, *,
            cache: bool = True, cache_root: Path | None = None, batch_tokens: int = 8192, max_batch: int = 64,
            progress: bool = True, select: tuple[str, int] | None = None,
-           chunk_size: int = CHUNK_SIZE) -> dict[str, np.ndarray]:
+           chunk_size: int | None = None) -> dict[str, np.ndarray]:
     """Pooled states ``{pooling: array[layers, len(texts), hidden]}`` (float32), in the order of ``texts``.
 
     ``layers`` are hidden-state indices: 0 is the embedding output, ``num_layers`` the final
     (post-norm) state. All layers come from one forward pass (and are all cached).
     ``select=(pooling, position)``: return only that pooling and that position of the config's layer list
     (``{pooling: array[1, len(texts), hidden]}``), without copying the other layers. ``chunk_size``: texts per
-    cache file, and the unit of work of each rank when several processes encode (they need ``cache=True``).
+    cache file (default :data:`CHUNK_SIZE`), and the unit of work of each rank when several processes encode (they
+    need ``cache=True``).
     """
     config = config or EncodeConfig()
     texts = check_texts(texts)
@@ -252,7 +253,8 @@ def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None
     if not texts:
         return {p: np.zeros((len(layers), 0, d), dtype=np.float32) for p in config.poolings}
 
-    if not isinstance(chunk_size, int) or chunk_size < 1:
+    chunk_size = CHUNK_SIZE if chunk_size is None else chunk_size
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     rank, size = world()
     if size > 1 and not cache:

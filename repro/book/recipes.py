@@ -37,9 +37,9 @@ import pandas as pd
 
 from repro.autoregembed.experiments.scores import autoreg_embedder_from
 from repro.book.leaderboard import leaderboard_scores
-from repro.book.shipped import TRAINED_RECIPES, shipped_folder
+from repro.book.shipped import TRAINED_RECIPES, shipped_folder, weights_dir
 from repro.book.shipped import source as shipped_source
-from repro.core.backbones import PACKAGED, load_backbone
+from repro.core.backbones import PACKAGED, load_backbone, resolve
 from repro.core.distributed import init_from_env, world
 from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
@@ -122,14 +122,23 @@ def stored_recipes(suite: str = "compact") -> list[str]:
 
 
 def recipes_table(suite: str = "compact") -> pd.DataFrame:
-    """Training-free recipes with stored EmbedFilter-page scores on ``suite``: tasks scored, mean x100 over them,
-    embedding dimensions, the page that shows them."""
+    """The recipes with stored scores on ``suite``: the training-free ones of the EmbedFilter pages and the trained
+    ones with shipped weights (the converged run's scores); tasks scored, mean x100 over them, embedding
+    dimensions, the page that shows them."""
+    rows = {}
+    for folder in sorted(weights_dir().glob("*/source.json")):
+        recipe = json.loads(folder.read_text())["recipe"]
+        backbone = parse_recipe(recipe)[0]
+        scores, _ = recipe_scores(recipe, suite)
+        if len(scores):
+            hidden = json.loads((Path(resolve(backbone)[0]) / "config.json").read_text())["hidden_size"]
+            rows[recipe] = {"tasks": len(scores), "mean": scores["score"].mean(), "dims": int(hidden), "suite": suite,
+                            "page": "p1_converged"}
     scores = stored_scores(suite)
     if scores.empty:
-        return pd.DataFrame(columns=["tasks", "mean", "dims", "suite", "page"])
+        return pd.DataFrame.from_dict(rows, orient="index", columns=["tasks", "mean", "dims", "suite", "page"])
     per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False).agg(
         score=("main_score", "mean"), dims=("dims", "first"))
-    rows = {}
     for (backbone, prompt, variant), part in per_task.groupby(["backbone", "prompt", "variant"]):
         recipe = f"{backbone}/{prompt}" + ("" if variant == "raw" else f"+{variant}")
         rows[recipe] = {"tasks": len(part), "mean": 100 * part["score"].mean(), "dims": int(part["dims"].iloc[0]),

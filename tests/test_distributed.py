@@ -51,7 +51,7 @@ def test_two_processes_encode_bit_identically_to_one(tiny_dir, tmp_path):
              str(tmp_path / "texts.json")], tmp_path, processes)
     infos = {(p, r): json.loads((tmp_path / f"out{p}.rank{r}.json").read_text()) for p, r in ((1, 0), (2, 0), (2, 1))}
     assert infos[(1, 0)] == {"size": 1, "threads": 1}
-    assert infos[(2, 0)] == infos[(2, 1)] == {"size": 2, "threads": 1}
+    assert infos[(2, 0)] == infos[(2, 1)] == {"size": 2, "threads": 1}  # a world of 2, each with 1 thread as above
     chunks = list((tmp_path / "cache2").rglob("*.mean.npy"))
     assert len(chunks) == -(-len(set(texts)) // 16) >= 2  # every chunk written once, by one of the ranks
     for pooling in ("last", "mean"):
@@ -62,9 +62,18 @@ def test_two_processes_encode_bit_identically_to_one(tiny_dir, tmp_path):
 
 
 def test_repro_encode_runs_under_torchrun(tiny_dir, tmp_path):
+    import torch
+
+    from repro.book.recipes import encode_file
+
     (tmp_path / "texts.txt").write_text("\n".join(CORPUS))
-    for processes in (1, 2):
-        run(["-m", "repro", "encode", "--recipe", f"{tiny_dir}/echo+edge/2", "--input", str(tmp_path / "texts.txt"),
-             "--output", str(tmp_path / f"emb{processes}.npy")], tmp_path, processes)
-    one, two = np.load(tmp_path / "emb1.npy"), np.load(tmp_path / "emb2.npy")
+    run(["-m", "repro", "encode", "--recipe", f"{tiny_dir}/echo+edge/2", "--input", str(tmp_path / "texts.txt"),
+         "--output", str(tmp_path / "emb2.npy")], tmp_path, 2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each of the two processes
+    try:
+        one = encode_file(f"{tiny_dir}/echo+edge/2", tmp_path / "texts.txt", tmp_path / "emb1.npy", progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    two = np.load(tmp_path / "emb2.npy")
     assert one.shape[0] == len(CORPUS) and np.array_equal(one, two)

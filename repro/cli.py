@@ -40,7 +40,7 @@ COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
     "recipes": "repro.book.recipes",
     "encode": "repro.book.recipes:encode_main",
     "screenshot": "repro.book.screenshot",
-    "export": "repro.export.folder",
+    "export": "repro.book.export",
     "ship-weights": "repro.book.shipped",
 }
 

@@ -19,8 +19,8 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def exported_equal(recipe: str, folder, texts) -> np.ndarray:
+    from repro.book.export import export
     from repro.book.recipes import from_recipe
-    from repro.export.folder import export
 
     export(recipe, folder)
     model = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
@@ -34,7 +34,7 @@ def exported_equal(recipe: str, folder, texts) -> np.ndarray:
 def test_training_free_recipes_export_to_the_same_embeddings(tiny_dir, tmp_path, method):
     assert exported_equal(f"{tiny_dir}/{method}", tmp_path / "out", TEXTS).min() >= 0.9999
     modules = json.loads((tmp_path / "out" / "modules.json").read_text())
-    assert modules[0]["type"] == "repro.export.modules.PromptedDecoder"
+    assert modules[0]["type"] == "repro.book.export_modules.PromptedDecoder"
     if "+" in method:  # the filter is a plain Dense layer: identity activation (bias only for whitening's centring)
         dense = json.loads((tmp_path / "out" / "2_Dense" / "config.json").read_text())
         assert dense["activation_function"] == "torch.nn.modules.linear.Identity"
@@ -61,7 +61,7 @@ def test_trained_designs_export_with_lora_merged_and_their_head(tiny_dir, tmp_pa
 
 
 def test_export_errors_are_clear(tiny_dir, tmp_path):
-    from repro.export.folder import export
+    from repro.book.export import export
 
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("")

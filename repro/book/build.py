@@ -26,8 +26,8 @@ import nbformat
 import papermill
 from nbformat.v4 import new_markdown_cell, new_notebook
 
+from repro.book.dry_run import print_dry_run
 from repro.book.pages import NOTEBOOKS, PROFILES, page_parameters
-from repro.book.paper_profile import print_dry_run
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
 

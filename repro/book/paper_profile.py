@@ -1,6 +1,7 @@
 """The ``paper`` profile: every page at its paper's scale, for users with GPUs and a network, and its dry run.
 
     repro build --profile paper --dry-run        # resolves every page, downloads nothing, prints settings + GPU-hours
+                                                 # (repro.book.dry_run)
 
 The settings come from the papers' official code (read there, file and line cited in :data:`SOURCES`): backbones
 by Hugging Face id, the MTEB task lists of their evaluation scripts through the real MTEB tasks (suite ``mteb``),
@@ -23,6 +24,8 @@ The estimate is an order of magnitude, not a measurement; it is labelled so wher
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import mteb
 
 P1_BACKBONES = ["mistralai/Mistral-7B-v0.1", "meta-llama/Meta-Llama-3-8B"]
 P2_BACKBONES = ["Qwen/Qwen2.5-0.5B", "meta-llama/Llama-3.1-8B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3"]
@@ -135,8 +138,6 @@ class Work:
 def task_tokens(name: str, max_length: int = 512) -> float:
     """Tokens to encode one real MTEB task (evaluation splits, plus train for classification), from mteb's
     descriptive statistics (metadata shipped with mteb: nothing is downloaded); texts capped at ``max_length``."""
-    import mteb
-
     task = mteb.get_task(name)
     stats = task.metadata.descriptive_stats or {}
     splits = list(task.metadata.eval_splits) + (["train"] if task.metadata.type == "Classification" else [])
@@ -195,42 +196,3 @@ def page_work(name: str, p: dict) -> list[Work]:
         work += [Work("train-full", p["backbone"], p["steps"] * b * 4 * p["max_length"], f"batch {b}")
                  for b in p["batch_sizes"]]
     return work
-
-
-def dry_run(names=None):
-    """Resolve every page of the ``paper`` profile without downloading anything: (page, settings, checks, GPU-hour
-    estimate) rows, as a pandas frame."""
-    import pandas as pd
-
-    from repro.book.pages import NOTEBOOKS, page_parameters
-    from repro.core.backbones import resolve
-    from repro.core.tasks import check_task_names
-
-    rows = []
-    for name in names or NOTEBOOKS:
-        p = page_parameters(name, "paper")
-        backbones = [b for key in ("backbone", "backbones", "reference_backbone") if key in p
-                     for b in ([p[key]] if isinstance(p[key], str) else p[key])]
-        for backbone in backbones:
-            resolve(backbone)  # an HF id resolves to itself: nothing is fetched
-        tasks = check_task_names(p["tasks"], "mteb") if p.get("tasks") else []
-        work = page_work(name, p)
-        rows.append({"page": name, "paper": PAPER_OF.get(name[:2], "-"), "backbones": ", ".join(backbones) or "-",
-                     "tasks": len(tasks), "settings": {k: v for k, v in p.items() if k not in ("tasks", "profile")},
-                     "gpu_hours": sum(w.gpu_hours for w in work),
-                     "work": "; ".join(f"{w.kind} {w.what}: {w.gpu_hours:.1f} h" for w in work) or "reads stored results"})
-    return pd.DataFrame(rows)
-
-
-def print_dry_run(names=None) -> None:
-    frame = dry_run(names)
-    print(f"paper profile: {len(frame)} pages resolved (nothing downloaded). GPU-hours are an order-of-magnitude "
-          f"FLOP estimate on {GPU['name']} at {GPU['utilisation']:.0%} of {GPU['tflops_bf16']:.0f} bf16 TFLOP/s, "
-          f"not a measurement. Multi-GPU: accelerate launch --config_file {ACCELERATE_CONFIG}.\n")
-    for row in frame.itertuples():
-        print(f"== {row.page} (paper {row.paper}): ~{row.gpu_hours:,.1f} GPU-hours")
-        print(f"   backbones: {row.backbones}; MTEB tasks: {row.tasks}")
-        print(f"   settings: {row.settings}")
-        print(f"   work: {row.work}")
-    print(f"\ntotal: ~{frame['gpu_hours'].sum():,.0f} GPU-hours; settings from: " + " | ".join(
-        f"paper {k}: {v}" for k, v in SOURCES.items()))

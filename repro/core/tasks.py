@@ -136,22 +136,19 @@ def check_task_names(names, suite: str | None = None) -> list[str]:
     """The task names as a list (all tasks when ``names`` is empty); an unknown name is a clear error. For an
     online suite (``mteb``) any task mteb knows is valid (checked from mteb's metadata: nothing is downloaded)."""
     names = list(names or TASKS)
-    if suite in ONLINE_SUITES:
-        known = set()
-        for name in names:
-            if name not in TASKS:
-                try:
-                    known.add(mteb.get_task(name).metadata.name)
-                except KeyError:
-                    pass
-        unknown = [n for n in names if n not in TASKS and n not in known]
-        if unknown:
-            raise ValueError(f"unknown MTEB task(s) {unknown} (mteb {mteb.__version__})")
-        return names
     for name in names:
-        if name not in TASKS:
+        if name not in TASKS and not (suite in ONLINE_SUITES and _known_to_mteb(name)):
+            if suite in ONLINE_SUITES:
+                raise ValueError(f"unknown MTEB task '{name}' (mteb {mteb.__version__})")
             raise _unknown("task", name, TASKS)
     return names
+
+
+def _known_to_mteb(name: str) -> bool:
+    try:
+        return mteb.get_task(name).metadata.name == name
+    except KeyError:
+        return False
 
 
 def suite_caps(suite: str) -> Caps:

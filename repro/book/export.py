@@ -36,7 +36,7 @@ from torch import nn
 from repro.book.export_modules import PoolingHead, PromptedDecoder
 from repro.book.recipes import EVAL_MAX_LENGTH, from_recipe, recipe_scores
 from repro.core.backbones import resolve
-from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
+from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.prompts import get_prompt
 from repro.core.tasks import describe_suite
 from repro.store.atomic import atomic_dir
@@ -94,6 +94,8 @@ def st_modules(embedder: Embedder, scratch: Path) -> tuple[list[nn.Module], dict
     """The sentence-transformers modules that compute ``embedder`` (a trained model's merged decoder is written to
     ``scratch``) and a description of what they compute."""
     inner, transform = (embedder.inner, embedder.transform) if isinstance(embedder, MappedEmbedder) else (embedder, None)
+    if isinstance(inner, CachedEmbedder):  # a cache of the trained model's outputs: export the model
+        inner = inner.inner
     if isinstance(inner, StatesEmbedder):
         modules, about = _states_modules(inner)
     elif isinstance(inner, TrainedEmbedder):

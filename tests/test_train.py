@@ -225,7 +225,7 @@ def test_scores_from_lost_weights_are_refused_and_only_those_are_recomputed_when
         calls.append(tasks[0])
         return pd.DataFrame([{"task": tasks[0], "main_score": 0.5}])
 
-    monkeypatch.setattr(scoring, "offline_task", lambda name, suite: name)
+    monkeypatch.setattr(scoring, "suite_task", lambda name, suite: name)
     monkeypatch.setattr(scoring, "evaluate_encoders", fake_evaluate)
 
     def run(digest, tasks, **kw):

@@ -117,8 +117,8 @@ def compare_processes(backbone: str, n: int) -> None:
     one, two = results[1], results[2]
     rate = {p: r["tokens"] / r["seconds"] for p, r in results.items()}
     print(f"backbone {backbone}: {n} STS-B sentences, {one['tokens']} tokens, cold cache, 16 chunks")
-    print(f"1 process x {one['threads']} threads: {rate[1]:.0f} tok/s ({one['seconds']:.1f} s)")
-    print(f"{two['processes']} processes x {two['threads']} thread: {rate[2]:.0f} tok/s ({two['seconds']:.1f} s)")
+    print(f"1 process x {one['threads']} threads: {rate[1]:.0f} tok/s ({one['seconds']:.2f} s)")
+    print(f"{two['processes']} processes x {two['threads']} thread: {rate[2]:.0f} tok/s ({two['seconds']:.2f} s)")
     print(f"ratio (2 processes / 1 process): {rate[2] / rate[1]:.2f}x")
 
 

@@ -49,8 +49,8 @@ def _frame(records: dict, **labels) -> pd.DataFrame:
 def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, suite: str = "compact",
                      tasks: Sequence[str] | None = None, instructions: str | None = None
                      ) -> tuple[pd.DataFrame, dict]:
-    """Stored per-task scores of the converged runs: a frame (model, seed, task, category, score x100) and the
-    records keyed (model, seed, task). ``instructions``: the stored instruction variant's key (e.g.
+    """Stored per-task scores of the converged runs: a frame (model, seed, task, category, score x100) of the runs
+    with every task of ``tasks`` stored, and the records keyed (model, seed, task) of every stored task. ``instructions``: the stored instruction variant's key (e.g.
     ``"tang-yang-<hash>"``) instead of plain inputs."""
     tasks = list(TASKS) if tasks is None else list(tasks)
     frames, records = [], {}
@@ -60,7 +60,7 @@ def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEE
             found = stored_per_task(SCORES_EXPERIMENT, _identity(converged_config(backbone, model, seed), **extra),
                                     suite, tasks)
             records.update({(model, seed, task): r for task, r in found.items()})
-            if found:
+            if len(found) == len(tasks):  # a run with missing tasks would mix task sets in the means and spreads
                 frames.append(_frame(found, model=model, seed=seed))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["model", "seed", "task", "category", "score"])

@@ -43,7 +43,8 @@ SUITE = "compact"
 CATEGORIES = ["STS", "Classification", "Clustering", "PairClassification", "Retrieval"]
 
 
-def _frame(label: str, records: dict[str, dict]) -> pd.DataFrame:
+def records_frame(label: str, records: dict[str, dict]) -> pd.DataFrame:
+    """Per-task stored records -> rows (method, task, category, score x100: the mean main score over its units)."""
     rows = [{"method": label, "task": task, "category": TASKS[task].category,
              "score": 100 * float(np.mean([r["main_score"] for r in record["rows"]]))}
             for task, record in records.items()]
@@ -59,7 +60,7 @@ def _untrained(backbone: str) -> dict[str, pd.DataFrame]:
         if (label and p["backbone"] == backbone and p["suite"] == SUITE and p["max_length"] == 512
                 and p["data"] == data_fingerprint(p["task"])):
             found[label][p["task"]] = record
-    return {label: _frame(label, records) for label, records in found.items()}
+    return {label: records_frame(label, records) for label, records in found.items()}
 
 
 def _embedfilter(backbone: str) -> dict[str, pd.DataFrame]:
@@ -103,12 +104,12 @@ def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
     for label, stage, config in (("compression only (Paper 3)", "compress", compress),
                                  ("AutoRegEmbed (Paper 3)", "align", align)):
         identity = {"stage": stage, "config": config_identity(config), "eval_max_length": 512}
-        out[label] = _frame(label, stored_per_task(AUTOREG_SCORES, identity, SUITE, tasks))
+        out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, identity, SUITE, tasks))
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
         identity = {"train": config.identity(), "eval_max_length": 512}
         label = f"{name} (Paper 3 baseline)"
-        out[label] = _frame(label, stored_per_task(TRAINED_SCORES, identity, SUITE, tasks))
+        out[label] = records_frame(label, stored_per_task(TRAINED_SCORES, identity, SUITE, tasks))
     return out
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from repro.autoregembed.experiments.scores import autoreg_embedder_from
-from repro.book.leaderboard import leaderboard_scores
+from repro.book.leaderboard import leaderboard_scores, records_frame
 from repro.book.shipped import TRAINED_RECIPES, shipped_folder, weights_dir
 from repro.book.shipped import source as shipped_source
 from repro.core.backbones import PACKAGED, load_backbone, resolve
@@ -184,9 +184,7 @@ def evaluated_scores(recipe: str, suite: str = "compact") -> pd.DataFrame:
     """The scores ``repro evaluate --recipe`` stored for ``recipe`` (task, category, score x100; read only): one
     set of weights, whatever the recipe."""
     found = stored_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, list(TASKS))
-    return pd.DataFrame([{"task": t, "category": TASKS[t].category,
-                          "score": 100 * float(np.mean([r["main_score"] for r in rec["rows"]]))}
-                         for t, rec in found.items()], columns=["task", "category", "score"])
+    return records_frame(recipe, found)[["task", "category", "score"]]
 
 
 INPUT_SUFFIXES = (".txt", ".jsonl")

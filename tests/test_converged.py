@@ -32,3 +32,34 @@ def test_a_consistent_gap_beyond_the_spread_is_supported_and_one_within_it_is_in
     # one seed: the verdict says the spread is unknown
     single = seeded_claims(_frame({1: 0.0, 5: 3.0}, seeds=(0,)), [claim]).iloc[0]
     assert single["verdict at our scale"] == "supported (one seed: spread unknown)" and single["seeds"] == 1
+
+
+def _budget_table(differences, verdicts):
+    return pd.DataFrame({"budget step": [30, 60, 120, 240][:len(differences)], "difference": differences,
+                         "over tasks": verdicts})
+
+
+def test_the_budget_verdict_says_where_a_ranking_is_significant_and_whether_it_reverses():
+    from repro.pooling_attention.converged import budget_verdict
+
+    steady = budget_verdict(_budget_table([-0.5, 1.2, 3.0], ["not significant", "significant: 1 better",
+                                                              "significant: 1 better"]))
+    assert steady.startswith("significant at 2 of 3 budgets: step 60 (1 better), 120 (1 better)")
+    assert "no significant reversal" in steady and "changes 1 time)" in steady
+    reverses = budget_verdict(_budget_table([-2.0, 0.1, 2.5], ["significant: 5 better", "not significant",
+                                                                "significant: 1 better"]))
+    assert reverses.endswith("the ranking reverses with the budget")
+    never = budget_verdict(_budget_table([0.2, 0.3], ["not significant", "untestable at n=3 (smallest possible p = 0.250)"]))
+    assert never == "significant at 0 of 2 budgets; never significant (the same sign of the mean difference at every budget)"
+    assert budget_verdict(pd.DataFrame()) == "no budget shared by both runs is scored yet"
+
+
+def test_a_budget_curve_pairs_runs_of_the_first_seed_whose_points_are_all_stored(monkeypatch):
+    from repro.pooling_attention import converged
+
+    stored = {(1, 1), (5, 1), (1, 0), (5, 2)}  # (model, seed) with budget points
+    monkeypatch.setattr(converged, "budget_curve", lambda backbone, model, seed, suite: (
+        pd.DataFrame({"score": [1.0]}) if (model, seed) in stored else pd.DataFrame(), {}))
+    assert converged.curve_seed("smollm2-135m", [1, 5], [0, 1, 2]) == 1
+    assert converged.curve_seed("smollm2-135m", [1, 5], [2, 0]) is None
+    assert converged.curve_seed("smollm2-135m", [1], [2, 0]) == 0

@@ -201,3 +201,32 @@ def budget_comparison(curve_a: tuple[pd.DataFrame, dict], curve_b: tuple[pd.Data
                      f"tasks where {b} is better (in-task test)": inside.count("second better"),
                      "tasks not significant": sum(v not in ("first better", "second better") for v in inside)})
     return pd.DataFrame(rows)
+
+
+def curve_seed(backbone: str, models: Sequence, seeds: Sequence[int], suite: str = "small") -> int | None:
+    """The first of ``seeds`` whose runs of every model in ``models`` have budget points stored (a budget curve
+    compares the checkpoints of runs with the same seed); None when no seed has them all."""
+    for seed in seeds:
+        if all(len(budget_curve(backbone, m, seed, suite)[0]) for m in models):
+            return seed
+    return None
+
+
+def budget_verdict(table: pd.DataFrame) -> str:
+    """Does the ranking change with the budget? From :func:`budget_comparison`'s table: the budgets where the
+    Wilcoxon over tasks is significant, for which model, and whether a significant verdict ever reverses."""
+    if table.empty:
+        return "no budget shared by both runs is scored yet"
+    verdicts = table["over tasks"]
+    winners = {v.split(": ", 1)[1].removesuffix(" better") for v in verdicts if v.startswith("significant")}
+    significant = table[verdicts.str.startswith("significant")]
+    signs = np.sign(table["difference"]).astype(int)
+    where = ", ".join(f"{int(s)} ({v.split(': ', 1)[1]})" for s, v in zip(significant["budget step"],
+                                                                           significant["over tasks"]))
+    head = (f"significant at {len(significant)} of {len(table)} budgets" + (f": step {where}" if where else ""))
+    if len(winners) > 1:
+        return head + "; the ranking reverses with the budget"
+    sign_changes = int((signs.diff().fillna(0) != 0).sum())
+    return (head + ("; no significant reversal" if winners else "; never significant")
+            + (f" (the sign of the mean difference changes {sign_changes} time{'s' if sign_changes != 1 else ''})"
+               if sign_changes else " (the same sign of the mean difference at every budget)"))

@@ -24,17 +24,17 @@ def autoreg_embedder(config: CompressConfig | AlignConfig, max_length: int = 512
     """The trained encoder of ``config`` (trained, resumed or loaded by the run store; stage 1 first if needed)
     as an Embedder."""
     model, _ = train_or_load(run_spec(config, progress))
-    return _embedder(model, config, max_length)
+    return embedder_of(model, config, max_length)
 
 
 def autoreg_embedder_from(folder: str | Path, max_length: int = 512) -> AutoRegEmbedder:
     """The encoder saved in a run's ``final`` folder (:func:`repro.autoregembed.train.load_encoder`) as an
     Embedder, with the inference settings of its config."""
     model, config = load_encoder(folder)
-    return _embedder(model, config, max_length)
+    return embedder_of(model, config, max_length)
 
 
-def _embedder(model, config: CompressConfig | AlignConfig, max_length: int) -> AutoRegEmbedder:
+def embedder_of(model, config: CompressConfig | AlignConfig, max_length: int) -> AutoRegEmbedder:
     return AutoRegEmbedder(model, max_length, config.target_max_length,
                            getattr(config, "instruction", NEXT_INSTRUCTION), label=f"autoregembed-{stage_of(config)}",
                            digest=weights_digest(model), newline=getattr(config, "inference_newline", True),

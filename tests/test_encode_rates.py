@@ -1,0 +1,66 @@
+"""Encode rates for the leaderboard's cost figure: every row's method is timed through its own Embedder
+(built untrained), in rounds against the last-token baseline of the same round; stored and read back by label."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from repro.book import encode_rates
+from repro.book.leaderboard import leaderboard_scores
+from repro.store.paths import REPO_ROOT
+
+
+def test_rates_are_medians_over_rounds_and_ratios_against_the_same_rounds_baseline(monkeypatch):
+    rounds = {"last": iter([2.0, 4.0, 3.0]), "echo": iter([4.0, 8.0, 9.0])}
+    monkeypatch.setattr(encode_rates, "rate_texts", lambda s, d: (["a b", "c"], ["d e f"]))
+    monkeypatch.setattr(encode_rates, "text_tokens", lambda backbone, texts: 600)
+    monkeypatch.setattr(encode_rates, "rate_encoder", lambda key, backbone: key)
+    monkeypatch.setattr(encode_rates, "time_encode", lambda encode, s, d: next(rounds[encode]))
+    rates = encode_rates.measure("smollm2-135m", ["echo"], repeats=3, progress=False).set_index("method")
+    assert list(rates.index) == ["last", "echo"]  # the baseline is always timed, first in every round
+    assert rates.loc["last", "seconds"] == 3.0 and rates.loc["echo", "seconds"] == 8.0
+    assert rates.loc["echo", "text tokens/s"] == 600 / 8.0
+    assert rates.loc["echo", "speed vs last token"] == pytest.approx(0.5)  # median of 2/4, 4/8, 3/9
+    assert rates.loc["last", "speed vs last token"] == 1.0
+
+
+def test_bad_settings_are_refused_before_anything_is_built():
+    with pytest.raises(ValueError, match="unknown encode-rate method 'p1-model9'"):
+        encode_rates.measure(keys=["p1-model9"])
+    with pytest.raises(ValueError, match="unknown encode-rate method"):
+        encode_rates.rate_encoder("echo+whiten/2", "smollm2-135m")
+    with pytest.raises(ValueError, match="repeats must be a positive integer"):
+        encode_rates.measure(keys=["last"], repeats=0)
+
+
+def test_every_leaderboard_row_has_a_timed_method_and_stored_rates_are_read_by_label(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
+    _, methods = leaderboard_scores("smollm2-135m")  # the committed results' rows
+    assert "Echo + EmbedFilter edge/2" in methods and any(m.startswith("Paper 1 model 5") for m in methods)
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path))
+    assert encode_rates.rates_by_label(methods).isna().all()  # nothing stored yet
+    assert "benchmarks/encode_rates.py" in encode_rates.describe_rates("smollm2-135m")
+    rows = pd.DataFrame([{"method": key, "label": label, "seconds": 1.0, "text tokens": 700,
+                          "text tokens/s": float(i + 1), "speed vs last token": 1.0} for i, (key, label) in enumerate(encode_rates.LABELS.items())])
+    encode_rates.store(rows, "smollm2-135m", repeats=1, sentences=2, documents=1, total_seconds=3.0)
+    by_label = encode_rates.rates_by_label(methods + ["a method nobody timed"])
+    assert by_label[methods].notna().all(), by_label[by_label.isna()]
+    assert np.isnan(by_label["a method nobody timed"])
+    rate = dict(zip(rows["label"], rows["text tokens/s"]))
+    # the longest matching label wins: the filtered rows are not read as their unfiltered methods
+    assert by_label["Echo + EmbedFilter edge/2"] == rate["Echo + EmbedFilter edge/2"] != rate["Echo"]
+    assert by_label["PromptEOL"] == rate["PromptEOL"]
+    assert encode_rates.stored_rates("gemma3-270m").empty
+    described = encode_rates.describe_rates("smollm2-135m")
+    assert "2 sentences + 1 documents (700 text tokens), the median of 1 round;" in described
+    assert described.endswith("the untrained last token encodes 1 text tokens/s.")
+
+
+@pytest.mark.integration
+def test_each_kind_of_method_encodes_the_timed_texts():
+    sentences, documents = encode_rates.rate_texts(3, 1)
+    assert len(sentences) == 3 and len(documents) == 1 and len(documents[0]) > len(sentences[0])
+    for key in ("last", "p1-model5", "p3-align", "minilm"):
+        encode = encode_rates.rate_encoder(key, "smollm2-135m")
+        assert np.isfinite(encode(sentences, "query")).all() and encode(documents, "document").shape[0] == 1
+    assert encode_rates.time_encode(encode, sentences, documents) > 0

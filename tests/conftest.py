@@ -65,7 +65,7 @@ def _isolated_dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_RUNS_DIR", str(tmp_path / "runs"))
     from repro.core import encode
 
-    encode._MEMO.clear()
+    encode.forget_recent()
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,28 @@ def test_rates_are_medians_over_rounds_and_ratios_against_the_same_rounds_baseli
     assert rates.loc["last", "speed vs last token"] == 1.0
 
 
+def test_every_timed_encode_is_cold_even_for_texts_encoded_just_before(tiny, monkeypatch):
+    from repro.core.embedder import StatesEmbedder
+    from repro.core.encode import EncodeConfig
+
+    forwards = []
+    original = type(tiny).hidden_states
+    monkeypatch.setattr(type(tiny), "hidden_states", lambda self, ids, mask: forwards.append(len(ids)) or
+                        original(self, ids, mask))
+    embedder = StatesEmbedder(tiny, EncodeConfig(poolings=("last",), max_length=32), "last")
+    sentences, documents = ["A man is playing a guitar.", "The cat sat on the mat."], ["Rain is expected."]
+    embedder.encode(sentences + documents)  # memoised in memory and cached on disk before the timing
+    assert sum(forwards) == 3
+    for _ in range(2):
+        forwards.clear()
+        assert encode_rates.time_encode(lambda texts, role: embedder.encode(texts, role=role), sentences,
+                                        documents) > 0
+        assert sum(forwards) == 2 + 2 + 1  # the untimed warm-up texts, then every timed text: nothing reused
+    forwards.clear()
+    embedder.encode(sentences + documents)  # the states cache outside the timing is untouched
+    assert forwards == []
+
+
 def test_bad_settings_are_refused_before_anything_is_built():
     with pytest.raises(ValueError, match="unknown encode-rate method 'p1-model9'"):
         encode_rates.measure(keys=["p1-model9"])

@@ -41,6 +41,7 @@ from repro.autoregembed.model import build_autoreg
 from repro.book.pages import page_parameters
 from repro.core.backbones import resolve
 from repro.core.embedder import Embedder
+from repro.core.encode import forget_recent
 from repro.core.reference import load_minilm
 from repro.core.tasks import read_task
 from repro.pooling_attention.trained import converged_config
@@ -106,12 +107,15 @@ def rate_encoder(key: str, backbone: str) -> Encode:
 
 @contextmanager
 def _empty_states_cache():
+    """An empty states cache folder and no in-memory memo of recent encodes: the encode inside is cold."""
     previous = os.environ.get(STATES_ENV)
+    forget_recent()
     with tempfile.TemporaryDirectory(prefix="repro-rates-") as folder:
         os.environ[STATES_ENV] = folder
         try:
             yield
         finally:
+            forget_recent()
             if previous is None:
                 os.environ.pop(STATES_ENV, None)
             else:

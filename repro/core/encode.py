@@ -229,6 +229,11 @@ _MEMO: OrderedDict[str, dict[str, np.ndarray]] = OrderedDict()
 _MEMO_SIZE = 3
 
 
+def forget_recent() -> None:
+    """Drop the in-memory memo of the last few encodes (a cold encode then reads only the states cache)."""
+    _MEMO.clear()
+
+
 def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None = None, *,
            cache: bool = True, cache_root: Path | None = None, batch_tokens: int = 8192, max_batch: int = 64,
            progress: bool = True, select: tuple[str, int] | None = None,

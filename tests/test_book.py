@@ -1,6 +1,7 @@
 """The book pipeline: papermill -> jupyter-book (smoke profile), pages rendered in headless Chromium."""
 
 import shutil
+import time
 
 import nbformat
 import pytest
@@ -152,3 +153,39 @@ def test_the_list_parameter_hint_names_a_papermill_command_that_works(tmp_path):
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     assert "smollm2-135m" in str(out.cells) and "gemma3-270m" not in "".join(
         o.get("text", "") for c in out.cells for o in c.get("outputs", []) if c.cell_type == "code")
+
+
+def test_pages_run_at_once_in_their_own_processes_and_the_reading_pages_after_the_others(monkeypatch):
+    import json as json_module
+    import subprocess
+    import threading
+
+    from repro.book.pages import READERS
+
+    started, running, peak, lock = [], [], [0], threading.Lock()
+
+    def fake_run(cmd, cwd, capture_output, text, env):
+        name = json_module.loads(cmd[-1])["name"]
+        with lock:
+            started.append((name, env["OMP_NUM_THREADS"]))
+            running.append(name)
+            peak[0] = max(peak[0], len(running))
+        time.sleep(0.05)
+        with lock:
+            running.remove(name)
+        return subprocess.CompletedProcess(cmd, 1 if name == "p1_train" else 0, "", f"{name} broke")
+
+    monkeypatch.setattr(build.subprocess, "run", fake_run)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(build.os, "cpu_count", lambda: 2)
+    names = list(NOTEBOOKS)
+    with pytest.raises(RuntimeError, match="pages failed: p1_train:\np1_train broke"):
+        build.execute_at_once(names, "smoke", {}, jobs=2)
+    order = [name for name, _ in started]
+    assert sorted(order) == sorted(names)  # every page ran, the failed one did not stop the others
+    assert max(order.index(r) for r in names if r not in READERS) < min(order.index(r) for r in READERS)
+    assert {threads for _, threads in started} == {"1"} and peak[0] == 2
+    with pytest.raises(ValueError, match="unknown notebook 'nope'"):
+        build.execute_at_once(["nope"], "smoke", {}, jobs=2)
+    with pytest.raises(SystemExit):
+        build.main(["--profile", "smoke", "--jobs", "2", "--lanes", "2"])

@@ -5,6 +5,7 @@
     python -m repro.book.build --only p1_layer_correlation -p backbones='["gemma3-270m"]'
     python -m repro.book.build --recompute             # ignore stored results
     python -m repro.book.build --only p3_ablations --lanes 2   # two processes split the page's runs (repro.store.lanes)
+    python -m repro.book.build --profile smoke --jobs 2        # two pages at once, one thread each
 
 Notebooks load stored results from ``results/`` for their exact parameters and compute only what is
 missing, so the standard book rebuilds from committed results in minutes.
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -27,7 +29,7 @@ import papermill
 from nbformat.v4 import new_markdown_cell, new_notebook
 
 from repro.book.dry_run import print_dry_run
-from repro.book.pages import NOTEBOOKS, PROFILES, page_parameters
+from repro.book.pages import NOTEBOOKS, PROFILES, READERS, page_parameters
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
 
@@ -147,6 +149,43 @@ def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lan
     return output
 
 
+def execute_at_once(names: list[str], profile: str, overrides: dict | None, jobs: int, compute_pending: bool = False,
+                    recompute: bool = False) -> dict[str, float]:
+    """Execute ``jobs`` pages at once, each in its own process with cpu_count / jobs threads (unless
+    OMP_NUM_THREADS is set); the pages that only read what others store (:data:`repro.book.pages.READERS`) after
+    all the others. Two pages never compute one result or run twice: the result store and the run store lock
+    each (:func:`repro.store.lanes.exclusive`), so the second waits and then reads it. Returns each page's
+    seconds; raises after every page ran if any failed."""
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    for name in names:
+        page_parameters(name, profile, overrides)  # a bad page or parameter fails here, not in a worker
+    threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // jobs))
+    code = ("import json, sys; from repro.book.build import execute; a = json.loads(sys.argv[1]); "
+            "execute(a['name'], a['profile'], a['overrides'], a['recompute'], compute_pending=a['pending'])")
+
+    def run(name: str) -> tuple[float, str]:
+        args = {"name": name, "profile": profile, "overrides": overrides or {}, "recompute": recompute,
+                "pending": compute_pending}
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], cwd=REPO_ROOT, capture_output=True,
+                              text=True, env=os.environ | {"OMP_NUM_THREADS": threads})
+        seconds = round(time.perf_counter() - start, 1)
+        print(f"executed {name} ({seconds} s)" + (" FAILED" if done.returncode else ""), flush=True)
+        return seconds, done.stderr[-3000:] if done.returncode else ""
+
+    timings, failed = {}, {}
+    for wave in ([n for n in names if n not in READERS], [n for n in names if n in READERS]):
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for name, (seconds, error) in zip(wave, pool.map(run, wave)):
+                timings[name] = seconds
+                if error:
+                    failed[name] = error
+    if failed:
+        raise RuntimeError("pages failed: " + "; ".join(f"{name}:\n{error}" for name, error in failed.items()))
+    return {name: timings[name] for name in names}
+
+
 def build_site(strict: bool = True) -> Path:
     """jupyter-book 1.x over ``book/`` with the top-level ``_config.yml`` (never the repo root)."""
     mathjax = BOOK_DIR / "_vendor" / "mathjax" / "tex-chtml.js"
@@ -168,6 +207,8 @@ def main(argv=None):
     parser.add_argument("--recompute", action="store_true")
     parser.add_argument("--lanes", type=int, default=1,
                         help="processes per page that split its runs (repro.store.lanes); not with --recompute")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="pages executed at once, each in its own process (the reading pages last); not with --lanes")
     parser.add_argument("--no-site", action="store_true", help="execute notebooks only")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --profile paper: resolve every page (nothing downloaded or run) and print its "
@@ -177,19 +218,26 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.lanes < 1 or (args.lanes > 1 and args.recompute):
         parser.error("--lanes must be >= 1, and lanes cannot share the work of --recompute (each would redo it)")
+    if args.jobs < 1 or (args.jobs > 1 and args.lanes > 1):
+        parser.error("--jobs must be >= 1, and pages run at once (--jobs) or split their runs (--lanes), not both")
     overrides = dict(parse_override(p) for p in args.param)
     names = args.only or list(NOTEBOOKS)
     if args.dry_run:
         if args.profile != "paper":
             parser.error("--dry-run resolves the paper profile: use it with --profile paper")
         return print_dry_run(names)
-    timings = {}
-    for name in names:
-        start = time.perf_counter()
-        execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes,
-                         compute_pending=args.compute_pending or bool(args.only), recompute=args.recompute)
-        timings[name] = round(time.perf_counter() - start, 1)
-        print(f"executed {name} ({timings[name]} s)", flush=True)
+    pending = args.compute_pending or bool(args.only)
+    if args.jobs > 1:
+        timings = execute_at_once(names, args.profile, overrides if args.only else {}, args.jobs,
+                                  compute_pending=pending, recompute=args.recompute)
+    else:
+        timings = {}
+        for name in names:
+            start = time.perf_counter()
+            execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes,
+                             compute_pending=pending, recompute=args.recompute)
+            timings[name] = round(time.perf_counter() - start, 1)
+            print(f"executed {name} ({timings[name]} s)", flush=True)
     if not args.no_site:
         html = build_site()
         print(f"site: {html / 'index.html'}")

@@ -169,6 +169,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     },
 }
 PROFILES = ("smoke", "standard", "paper")
+# Pages that only read what the other pages store (a build running pages at once runs these after the others)
+READERS = ("leaderboard", "claims_ledger", "p3_summary", "book_cost")
 
 # `paper`: each page at its paper's scale (repro.book.paper_profile: HF ids, the real MTEB tasks, the official
 # batch sizes, steps and learning rates); the pages that only read stored results keep their standard parameters

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from repro.store.paths import data_dir
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -48,7 +50,9 @@ def _pages(tree: Path) -> list[str]:
 
 def build_times(tree: Path, pages: list[str], cold: bool, scratch: Path) -> dict[str, float]:
     """Seconds per page (papermill) and for the site, in ``tree``."""
+    # the data folder is this checkout's (a tree in a temporary folder has no ../shared/data beside it)
     env = os.environ | {"PYTHONPATH": str(tree), "REPRO_RESULTS_DIR": str(tree / "results"),
+                        "REPRO_DATA_DIR": str(data_dir()),
                         "REPRO_RUNS_DIR": str(scratch / "runs")}
     if cold:
         env |= {"REPRO_CACHE_DIR": str(scratch / "cache"), "REPRO_STATES_DIR": str(scratch / "states")}

@@ -2,8 +2,9 @@
 baseline commit, both built on this machine in one run.
 
 Each tree (the baseline in a temporary ``git worktree``, this checkout as it is committed, also in a worktree so
-that uncommitted files do not count) executes every page of its own ``repro.book.pages`` with papermill
-(``repro.book.build --no-site``), one page at a time, timed, and then builds the site (timed). With ``--cold``
+that uncommitted files do not count) executes every page of its own ``repro.book.pages`` in one build process
+(``repro.book.build --no-site``, as a reader builds the book: the build's own imports are paid once), timed, with
+each page's time as the build prints it, and then builds the site (timed). With ``--cold``
 (the default) each tree gets empty cache folders (``REPRO_CACHE_DIR``, ``REPRO_STATES_DIR``), as on a fresh
 machine after setup: backbones are dequantized again and nothing encoded earlier is reused; ``--warm`` shares
 this machine's caches. Results are read from each tree's own committed ``results/``; a page that would compute
@@ -12,14 +13,15 @@ something it does not find there is what this benchmark exposes.
     python benchmarks/book_build.py --baseline 168d771            # every page, cold, both trees
     python benchmarks/book_build.py --baseline 168d771 --pages p2_filter_types p1_layer_correlation
 
-Prints each page's seconds in both trees, their ratio, and the totals (pages + site). Run it on a quiet machine.
+Prints each page's seconds in both trees, their ratio, and the totals (the build process + the site). Run it on a
+quiet machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,13 +43,6 @@ def _worktree(rev: str, where: Path) -> Path:
     return where
 
 
-def _pages(tree: Path) -> list[str]:
-    code = "import json; from repro.book.pages import NOTEBOOKS; print(json.dumps(list(NOTEBOOKS)))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=tree, check=True, capture_output=True, text=True,
-                         env=os.environ | {"PYTHONPATH": str(tree)})
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def build_times(tree: Path, pages: list[str], cold: bool, scratch: Path) -> dict[str, float]:
     """Seconds per page (papermill) and for the site, in ``tree``."""
     # the data folder is this checkout's (a tree in a temporary folder has no ../shared/data beside it)
@@ -56,16 +51,19 @@ def build_times(tree: Path, pages: list[str], cold: bool, scratch: Path) -> dict
                         "REPRO_RUNS_DIR": str(scratch / "runs")}
     if cold:
         env |= {"REPRO_CACHE_DIR": str(scratch / "cache"), "REPRO_STATES_DIR": str(scratch / "states")}
-    times = {}
-    for page in pages:
-        start = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "repro.book.build", "--only", page, "--no-site"], cwd=tree,
-                                env=env, capture_output=True, text=True)
-        times[page] = time.perf_counter() - start
-        if result.returncode:
-            print(f"  {tree.name}: {page} FAILED\n{result.stderr[-1500:]}", flush=True)
-            times[page] = float("nan")
-        print(f"  {tree.name}: {page} {times[page]:.1f} s", flush=True)
+    # one build process for all the pages, as a reader builds the book; each page's time as the build prints it
+    command = [sys.executable, "-m", "repro.book.build", "--no-site", *(["--only", *pages] if pages else [])]
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
+    times = {"(pages, one process)": time.perf_counter() - start}
+    for line in result.stdout.splitlines():
+        match = re.fullmatch(r"executed (\S+) \(([\d.]+) s\)", line.strip())
+        if match:
+            times[match[1]] = float(match[2])
+            print(f"  {tree.name}: {match[1]} {match[2]} s", flush=True)
+    if result.returncode:
+        print(f"  {tree.name}: the build FAILED\n{result.stderr[-3000:]}", flush=True)
+        times["(pages, one process)"] = float("nan")
     start = time.perf_counter()
     code = "from repro.book.build import build_site; build_site(strict=False)"
     subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, check=False)
@@ -87,7 +85,7 @@ def main(argv=None):
         try:
             times = {}
             for label, tree in trees.items():
-                pages = args.pages or _pages(tree)
+                pages = args.pages or []
                 print(f"{label} ({subprocess.run(['git', '-C', str(tree), 'rev-parse', '--short', 'HEAD'], text=True, capture_output=True).stdout.strip()}):", flush=True)
                 times[label] = build_times(tree, pages, not args.warm, tmp / f"{label}-scratch")
         finally:
@@ -99,7 +97,7 @@ def main(argv=None):
     for name in names:
         b, c = times["baseline"].get(name, float("nan")), times["current"].get(name, float("nan"))
         print(f"{name:28s} {b:11.1f} {c:10.1f} {c / b if b else float('nan'):17.2f}")
-    total_b, total_c = (sum(v for v in times[k].values() if v == v) for k in ("baseline", "current"))
+    total_b, total_c = (times[k]["(pages, one process)"] + times[k]["(site)"] for k in ("baseline", "current"))
     print(f"{'total':28s} {total_b:11.1f} {total_c:10.1f} {total_c / total_b:17.2f}")
 
 

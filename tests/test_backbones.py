@@ -78,11 +78,11 @@ def _fake_chunks(tmp_path, monkeypatch, payloads):
 def test_chunks_are_reassembled_in_order_and_checksummed(tmp_path, monkeypatch):
     payloads = [b"GGUF" + bytes(range(200)), b"second", b"third-chunk"]
     chunks = _fake_chunks(tmp_path, monkeypatch, payloads)
-    good = PackagedGGUF("fake", "pip install fake", chunks, hashlib.sha256(b"".join(payloads)).hexdigest(), "")
+    good = PackagedGGUF("fake", "pip install fake", chunks, hashlib.sha256(b"".join(payloads)).hexdigest(), "", 1, 8)
     path = packaged_gguf_path(good)
     assert path.read_bytes() == b"".join(payloads)
     assert path.parent == tmp_path / "cache" / "gguf"
-    bad = PackagedGGUF("fake2", "pip install fake", chunks, "0" * 64, "")
+    bad = PackagedGGUF("fake2", "pip install fake", chunks, "0" * 64, "", 1, 8)
     with pytest.raises(ValueError, match="sha256"):
         packaged_gguf_path(bad)
     assert not list((tmp_path / "cache" / "gguf").glob("fake2*")), "a bad file must not stay in the cache"
@@ -104,3 +104,41 @@ def test_packaged_smollm2_loads_from_the_cached_folder(smollm2):
     assert Path(resolve("smollm2-135m")[0], "config.json").is_file()
     assert next(smollm2.model.parameters()).dtype == torch.float32
     assert _first_token_state(smollm2, 100).shape == (576,)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", list(PACKAGED))
+def test_a_packaged_backbones_declared_layers_and_width_are_its_gguf_files(name):
+    import gguf
+
+    reader = gguf.GGUFReader(packaged_gguf_path(PACKAGED[name]))
+    fields = {key: field.parts[field.data[0]] for key, field in reader.fields.items() if field.data}
+    arch = bytes(fields["general.architecture"]).decode()
+    assert int(fields[f"{arch}.block_count"][0]) == PACKAGED[name].layers
+    assert int(fields[f"{arch}.embedding_length"][0]) == PACKAGED[name].hidden
+
+
+def test_a_lazy_backbone_keys_results_without_loading_and_loads_once_on_use(monkeypatch):
+    loads = []
+    monkeypatch.setattr(backbones, "load_backbone", lambda name, attention, dtype: loads.append(name) or
+                        tiny_backbone("llama", attention))
+    monkeypatch.setattr(backbones, "converted_folder", lambda spec: pytest.fail("dequantized for an identity"))
+    lazy = backbones.LazyBackbone("smollm2-135m", "bidirectional", "float32")
+    assert lazy.revision == "smollm2-135m-" + PACKAGED["smollm2-135m"].sha256[:12]
+    assert (lazy.num_layers, lazy.hidden_size) == (30, 576)
+    assert lazy.identity == f"smollm2-135m@{lazy.revision}:bidirectional" and loads == []
+    assert lazy.tokenizer is lazy.tokenizer and lazy.decoder is not None and loads == ["smollm2-135m"]
+    with pytest.raises(ValueError, match="unknown attention mode"):
+        backbones.LazyBackbone("smollm2-135m", "sideways")
+
+
+@pytest.mark.integration
+def test_the_ledger_and_the_sweeps_read_committed_results_without_loading_a_backbone(monkeypatch, smollm2):
+    from repro.book.ledger import PAPERS, claims_ledger
+    from repro.store.paths import REPO_ROOT
+
+    assert backbones.revision_of("smollm2-135m") == smollm2.revision == resolve("smollm2-135m")[1]
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
+    monkeypatch.setattr(backbones, "load_backbone", lambda *a, **k: pytest.fail("loaded a backbone to read results"))
+    ledger = claims_ledger("standard")
+    assert set(ledger["paper"]) == set(PAPERS.values())  # Paper 1's layer-wise and Paper 2's sweep rows included

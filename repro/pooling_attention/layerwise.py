@@ -15,7 +15,7 @@ import time
 
 import pandas as pd
 
-from repro.core.backbones import STORED_DTYPE, load_backbone
+from repro.core.backbones import STORED_DTYPE, LazyBackbone
 from repro.core.encode import EncodeConfig, count_tokens
 from repro.core.evaluate import evaluate_layers
 from repro.core.samples import task_texts
@@ -108,7 +108,7 @@ def layerwise(backbone_name: str = "smollm2-135m", suite: str = "standard", prom
     ``layer_step``: score every step-th layer plus the last (ignored when ``layers`` is given)."""
     suite_caps(suite)
     tasks = check_task_names(tasks, suite)
-    backbone = load_backbone(backbone_name, attention=attention, dtype=STORED_DTYPE)
+    backbone = LazyBackbone(backbone_name, attention, STORED_DTYPE)  # loaded only if a task is not stored
     config = EncodeConfig(prompt=prompt, max_length=max_length)
     if layers is None:  # every layer_step-th layer plus the last; all layers by default
         layer_step = 1 if layer_step is None else layer_step

@@ -69,3 +69,30 @@ def test_the_cost_page_sums_stored_timings_and_counts_untimed_results_as_unknown
     assert pages.loc["p3_tables", "untimed results"] == 1
     assert cost.per_run(costs)["training hours"].tolist() == [1.0]
     assert costs["cpu_model"].iloc[0] != "not recorded"  # provenance records it now
+
+
+def test_a_derived_statistic_is_computed_once_per_exact_inputs_and_read_back():
+    import numpy as np
+
+    from repro.core.derived import inputs_digest, stored_statistic
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return [{"task": "STSBenchmark", "difference": 0.25, "verdict": "first better"}]
+
+    a, b = np.arange(5.0), np.arange(5.0)[::-1]
+    params = {"backbone": "x", "inputs": inputs_digest(a, b)}
+    first = stored_statistic("a test", params, compute)
+    again = stored_statistic("a test", params, compute)
+    assert calls == [1] and first.equals(again) and first.loc[0, "difference"] == 0.25
+    changed = b.copy()
+    changed[0] += 1e-9  # any change to what it reads is another key
+    assert inputs_digest(a, changed) != params["inputs"] != inputs_digest(b, a)
+    stored_statistic("a test", params | {"inputs": inputs_digest(a, changed)}, compute)
+    assert calls == [1, 1]
+    stored_statistic("a test", params, compute, recompute=True)
+    assert len(calls) == 3
+    with pytest.raises(ValueError, match="'statistic' is the key"):
+        stored_statistic("a test", {"statistic": "other"}, compute)

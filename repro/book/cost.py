@@ -36,6 +36,8 @@ EXPERIMENT_PAGES: dict[str, tuple[str, ...]] = {
     "autoreg_probe": ("p3_ablations",),
     "autoreg_cost": ("p3_memory",),
     "reference_minilm": ("reproducibility",),
+    "derived_stats": ("p2_filter_types",),  # the stored paired bootstraps (repro.core.derived)
+    "encode_rates": ("leaderboard",),
 }
 RUN_EXPERIMENTS = ("trained_runs", "autoreg_runs")
 WHOLE = ("total_seconds",)  # a timing that already covers the others of its record

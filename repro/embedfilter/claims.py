@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 from repro.core.tasks import read_task
 from repro.embedfilter.sweep import stored_pair_similarities
@@ -54,18 +55,36 @@ def best_variant_tests(scores: pd.DataFrame, candidate: str, others: Sequence[st
 
 
 def bootstrap_against_raw(runs: Sequence[tuple[str, str]], scores: pd.DataFrame, variants: Sequence[str],
-                          suite: str) -> pd.DataFrame:
+                          suite: str, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Per STS task, each variant (not raw) of each (backbone, prompt) run against raw: a paired bootstrap over
-    the task's sentence pairs (Spearman recomputed on each resample), from the stored per-pair similarities."""
+    the task's sentence pairs (Spearman recomputed on each resample), from the stored per-pair similarities.
+    Stored once per run (:func:`repro.core.derived.stored_statistic`, keyed by a digest of the gold scores and
+    similarities it reads), so a rebuild reads them instead of resampling again."""
     sims = stored_pair_similarities(suite)
-    rows = []
-    for (b, p, task, v), values in sims.items():
-        if ((b, p) not in runs or task not in set(scores.task) or v not in variants or v == "raw"
-                or (b, p, task, "raw") not in sims):
+    tasks = set(scores.task)
+    frames = []
+    for b, p in runs:
+        pairs = sorted((task, v) for (bb, pp, task, v) in sims if (bb, pp) == (b, p) and task in tasks
+                       and v in variants and v != "raw" and (b, p, task, "raw") in sims)
+        if not pairs:
             continue
-        t = paired_bootstrap_spearman(read_task(task, suite)["test"]["score"], values, sims[(b, p, task, "raw")])
-        rows.append({"backbone": b, "prompt": p, "variant": v, "task": task, "verdict": t["verdict"]})
-    return pd.DataFrame(rows)
+        gold = {task: read_task(task, suite)["test"]["score"] for task in sorted({t for t, _ in pairs})}
+        digest = inputs_digest(*(x for t, v in pairs for x in (gold[t], sims[(b, p, t, v)], sims[(b, p, t, "raw")])))
+        params = {"backbone": b, "prompt": p, "suite": suite, "against": "raw", "inputs": digest,
+                  "pairs": [f"{t}:{v}" for t, v in pairs], "n_resamples": n_resamples, "seed": seed}
+
+        def compute(b=b, p=p, pairs=pairs, gold=gold):
+            rows = []
+            for t, v in pairs:
+                test = paired_bootstrap_spearman(gold[t], sims[(b, p, t, v)], sims[(b, p, t, "raw")], n_resamples,
+                                                 seed)
+                rows.append({"backbone": b, "prompt": p, "variant": v, "task": t, "difference": test["difference"],
+                             "ci_low": test["ci_low"], "ci_high": test["ci_high"], "verdict": test["verdict"]})
+            return rows
+
+        frames.append(stored_statistic("paired bootstrap of Spearman, variant vs raw", params, compute))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["backbone", "prompt", "variant", "task", "difference", "ci_low", "ci_high", "verdict"])
 
 
 def bootstrap_summary(boot: pd.DataFrame) -> pd.DataFrame:

@@ -87,6 +87,7 @@ def test_a_derived_statistic_is_computed_once_per_exact_inputs_and_read_back():
     first = stored_statistic("a test", params, compute)
     again = stored_statistic("a test", params, compute)
     assert calls == [1] and first.equals(again) and first.loc[0, "difference"] == 0.25
+    assert list(again.columns) == ["task", "difference", "verdict"]  # as computed, not as the store sorts keys
     changed = b.copy()
     changed[0] += 1e-9  # any change to what it reads is another key
     assert inputs_digest(a, changed) != params["inputs"] != inputs_digest(b, a)

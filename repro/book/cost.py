@@ -36,7 +36,7 @@ EXPERIMENT_PAGES: dict[str, tuple[str, ...]] = {
     "autoreg_probe": ("p3_ablations",),
     "autoreg_cost": ("p3_memory",),
     "reference_minilm": ("reproducibility",),
-    "derived_stats": ("p2_filter_types",),  # the stored paired bootstraps (repro.core.derived)
+    "derived_stats": ("p2_filter_types", "p1_layerwise_mteb"),  # stored paired bootstraps (repro.core.derived)
     "encode_rates": ("leaderboard",),
 }
 RUN_EXPERIMENTS = ("trained_runs", "autoreg_runs")

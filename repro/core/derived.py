@@ -37,6 +37,7 @@ def stored_statistic(name: str, params: dict, compute: Callable[[], list[dict]],
     def run():
         start = time.perf_counter()
         rows = pd.DataFrame(compute())
-        return rows, {"seconds": time.perf_counter() - start}, {}
+        return rows, {"seconds": time.perf_counter() - start}, {"columns": list(rows.columns)}
 
-    return rows_of(load_or_compute(EXPERIMENT, {"statistic": name, **params}, run, recompute=recompute))
+    record = load_or_compute(EXPERIMENT, {"statistic": name, **params}, run, recompute=recompute)
+    return rows_of(record)[record["columns"]]  # in the order computed (the store sorts a record's keys)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from repro.core.comparison import claims_table
+from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 from repro.core.tasks import read_task
 from repro.pooling_attention.layerwise import pair_similarities, stored_records
@@ -56,23 +57,36 @@ def best_vs_last_layer(scores: pd.DataFrame) -> pd.DataFrame:
 def best_vs_last_per_pair(backbones: Sequence[str], suite: str, claims: pd.DataFrame,
                           scores: pd.DataFrame) -> pd.DataFrame:
     """Inside each STS task: the best STS layer (from ``claims``, :func:`best_vs_last_layer`) against the last,
-    a paired bootstrap over the task's sentence pairs, from the stored per-pair similarities."""
-    rows = []
+    a paired bootstrap over the task's sentence pairs, from the stored per-pair similarities. Stored once per
+    backbone (:func:`repro.core.derived.stored_statistic`, keyed by a digest of what it reads)."""
+    frames = []
     sts = set(scores[scores.category == "STS"].task.unique())
     for b in backbones:
         records = stored_records(b, suite)
         best = int(claims[(claims.backbone == b) & (claims.category == "STS")]["best layer"].iloc[0])
+        inputs = {}  # task -> (last layer, gold, best layer's similarities, last layer's)
         for task, record in sorted(records.items()):
             if record["params"]["task"] not in sts:
                 continue
             last = max(record["params"]["scored_layers"])
             a, z = pair_similarities(record, best, "last"), pair_similarities(record, last, "last")
-            if a is None or z is None:
-                continue
-            gold = read_task(task, suite)["test"]["score"]
-            test = paired_bootstrap_spearman(gold, a, z)
-            rows.append({"backbone": b, "task": task, "best layer": best, "last layer": last,
-                         "difference x100": round(100 * test["difference"], 2),
-                         "95% CI x100": f"[{100 * test['ci_low']:.2f}, {100 * test['ci_high']:.2f}]",
-                         "verdict": test["verdict"]})
-    return pd.DataFrame(rows)
+            if a is not None and z is not None:
+                inputs[task] = (last, read_task(task, suite)["test"]["score"], a, z)
+        if not inputs:
+            continue
+        params = {"backbone": b, "suite": suite, "best layer": best,
+                  "last layers": {task: last for task, (last, *_) in inputs.items()},
+                  "inputs": inputs_digest(*(x for _, *arrays in inputs.values() for x in arrays))}
+
+        def compute(b=b, best=best, inputs=inputs):
+            rows = []
+            for task, (last, gold, a, z) in inputs.items():
+                test = paired_bootstrap_spearman(gold, a, z)
+                rows.append({"backbone": b, "task": task, "best layer": best, "last layer": last,
+                             "difference x100": round(100 * test["difference"], 2),
+                             "95% CI x100": f"[{100 * test['ci_low']:.2f}, {100 * test['ci_high']:.2f}]",
+                             "verdict": test["verdict"]})
+            return rows
+
+        frames.append(stored_statistic("paired bootstrap of Spearman, best layer vs last", params, compute))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

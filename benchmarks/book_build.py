@@ -12,6 +12,7 @@ something it does not find there is what this benchmark exposes.
 
     python benchmarks/book_build.py --baseline 168d771            # every page, cold, both trees
     python benchmarks/book_build.py --baseline 168d771 --pages p2_filter_types p1_layer_correlation
+    python benchmarks/book_build.py --baseline 168d771 --jobs 2   # the current tree builds two pages at once
 
 Prints each page's seconds in both trees, their ratio, and the totals (the build process + the site). Run it on a
 quiet machine.
@@ -43,7 +44,7 @@ def _worktree(rev: str, where: Path) -> Path:
     return where
 
 
-def build_times(tree: Path, pages: list[str], cold: bool, scratch: Path) -> dict[str, float]:
+def build_times(tree: Path, pages: list[str], cold: bool, scratch: Path, jobs: int = 1) -> dict[str, float]:
     """Seconds per page (papermill) and for the site, in ``tree``."""
     # the data folder is this checkout's (a tree in a temporary folder has no ../shared/data beside it)
     env = os.environ | {"PYTHONPATH": str(tree), "REPRO_RESULTS_DIR": str(tree / "results"),
@@ -52,7 +53,8 @@ def build_times(tree: Path, pages: list[str], cold: bool, scratch: Path) -> dict
     if cold:
         env |= {"REPRO_CACHE_DIR": str(scratch / "cache"), "REPRO_STATES_DIR": str(scratch / "states")}
     # one build process for all the pages, as a reader builds the book; each page's time as the build prints it
-    command = [sys.executable, "-m", "repro.book.build", "--no-site", *(["--only", *pages] if pages else [])]
+    command = [sys.executable, "-m", "repro.book.build", "--no-site", *(["--only", *pages] if pages else []),
+               *(["--jobs", str(jobs)] if jobs > 1 else [])]
     start = time.perf_counter()
     result = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     times = {"(pages, one process)": time.perf_counter() - start}
@@ -77,6 +79,8 @@ def main(argv=None):
     parser.add_argument("--current", default="HEAD", help="the commit measured against it (default HEAD)")
     parser.add_argument("--pages", nargs="*", help="pages to time (default: every page of each tree)")
     parser.add_argument("--warm", action="store_true", help="share this machine's caches instead of empty ones")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="the current tree builds with repro build --jobs N (pages at once; the baseline predates it)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="book-bench-") as tmp:
         tmp = Path(tmp)
@@ -87,7 +91,8 @@ def main(argv=None):
             for label, tree in trees.items():
                 pages = args.pages or []
                 print(f"{label} ({subprocess.run(['git', '-C', str(tree), 'rev-parse', '--short', 'HEAD'], text=True, capture_output=True).stdout.strip()}):", flush=True)
-                times[label] = build_times(tree, pages, not args.warm, tmp / f"{label}-scratch")
+                times[label] = build_times(tree, pages, not args.warm, tmp / f"{label}-scratch",
+                                           args.jobs if label == "current" else 1)
         finally:
             for tree in trees.values():
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)],

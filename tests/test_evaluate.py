@@ -54,7 +54,9 @@ def test_constant_embedding_is_reported_as_nan_not_dropped(smollm2):
 
 
 def test_layerwise_runner_stores_and_reuses_results(smollm2, monkeypatch):
-    monkeypatch.setattr(layerwise_module, "load_backbone", lambda *a, **k: smollm2)
+    from repro.core import backbones
+
+    monkeypatch.setattr(backbones, "load_backbone", lambda *a, **k: smollm2)  # what LazyBackbone loads with
     df = layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["STS17"], layers=[-1], progress=False)
     assert list(df["layer"].unique()) == [30]
     from repro.store.results import all_results
@@ -64,6 +66,7 @@ def test_layerwise_runner_stores_and_reuses_results(smollm2, monkeypatch):
     assert sims is not None and sims.shape == (24,) and np.isfinite(sims).all()
     calls = []
     monkeypatch.setattr(layerwise_module, "evaluate_layers", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(backbones, "load_backbone", lambda *a, **k: pytest.fail("loaded to read a stored result"))
     again = layerwise_module.layerwise("smollm2-135m", "smoke", tasks=["STS17"], layers=[-1], progress=False)
     assert calls == [] and np.allclose(again["main_score"], df["main_score"])
     with pytest.raises(ValueError, match="unknown task"):

@@ -34,10 +34,11 @@ import numpy as np
 import pandas as pd
 from transformers import AutoTokenizer
 
-from repro.autoregembed.experiments.baselines import contrastive_config
+from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import embedder_of
 from repro.autoregembed.model import build_autoreg
+from repro.book.leaderboard import baseline_label
 from repro.book.pages import page_parameters
 from repro.core.backbones import resolve
 from repro.core.embedder import Embedder
@@ -62,10 +63,7 @@ LABELS = {
     **{f"p1-model{m}": f"Paper 1 model {m} " for m in (1, 2, 3, 4, 5)},
     "p3-compress": "compression only (Paper 3)",
     "p3-align": "AutoRegEmbed (Paper 3)",
-    "p3-last token, in-batch": "last token, in-batch (Paper 3 baseline)",
-    "p3-last token, in-batch + hard negative": "last token, in-batch + hard negative (Paper 3 baseline)",
-    "p3-mean, in-batch": "mean, in-batch (Paper 3 baseline)",
-    "p3-mean, in-batch + hard negative": "mean, in-batch + hard negative (Paper 3 baseline)",
+    **{f"p3-{name}": baseline_label(name) for name in CONTRASTIVE},
     "minilm": "all-MiniLM-L6-v2 (reference)",
 }
 Encode = Callable[[list[str], str], np.ndarray]  # (texts, role) -> embeddings

@@ -79,6 +79,11 @@ def _embedfilter(backbone: str) -> dict[str, pd.DataFrame]:
     return out
 
 
+def baseline_label(name: str) -> str:
+    """The row label of Paper 3's contrastive baseline ``name`` (a key of ``CONTRASTIVE``)."""
+    return f"{name} (Paper 3 baseline)"
+
+
 def _paper1_label(model, seeds: int) -> str:
     return f"Paper 1 model {model} (converged, {seeds} seed{'s' if seeds != 1 else ''})"
 
@@ -108,7 +113,7 @@ def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
         identity = {"train": config.identity(), "eval_max_length": 512}
-        label = f"{name} (Paper 3 baseline)"
+        label = baseline_label(name)
         out[label] = records_frame(label, stored_per_task(TRAINED_SCORES, identity, SUITE, tasks))
     return out
 
@@ -214,7 +219,7 @@ def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     for name in CONTRASTIVE:
         record = load_result(TRAINED_RUNS, {"train": contrastive_config(name, align).identity()})
         if record is not None:
-            hours[f"{name} (Paper 3 baseline)"] = record["summary"]["train_seconds"] / 3600
+            hours[baseline_label(name)] = record["summary"]["train_seconds"] / 3600
     return pd.Series(hours, name="training hours")
 
 

@@ -307,9 +307,7 @@ class LazyBackbone:
     def hidden_size(self) -> int:
         return PACKAGED[self.name].hidden if self.name in PACKAGED else self.loaded.hidden_size
 
-    @property
-    def identity(self) -> str:
-        return f"{self.name}@{self.revision}:{self.attention}"
+    identity = Backbone.identity  # the one definition: name, revision, attention
 
     def __getattr__(self, attribute: str):  # anything but the identity: the loaded backbone's
         if attribute.startswith("__") or attribute in ("_loaded", "_dtype"):

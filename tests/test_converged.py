@@ -63,3 +63,18 @@ def test_a_budget_curve_pairs_runs_of_the_first_seed_whose_points_are_all_stored
     assert converged.curve_seed("smollm2-135m", [1, 5], [0, 1, 2]) == 1
     assert converged.curve_seed("smollm2-135m", [1, 5], [2, 0]) is None
     assert converged.curve_seed("smollm2-135m", [1], [2, 0]) == 0
+
+
+def test_the_converged_command_takes_the_input_format_and_keeps_the_default_runs_keys(monkeypatch):
+    from repro.pooling_attention import trained
+
+    seen = []
+    monkeypatch.setattr(trained, "evaluate_trained", lambda config, *a, **k: seen.append(config) or pd.DataFrame(
+        {"task": ["STS12"], "main_score": [0.5]}))
+    trained.main(["--converged", "--model", "1", "--seed", "1", "--prompt", "prompteol"])
+    trained.main(["--converged", "--model", "1", "--seed", "1"])
+    prompted, plain = seen
+    assert prompted.prompt == "prompteol" and prompted.stopping == "dev" and prompted.steps == trained.CAP
+    # the plain run is the one trained earlier (same key), the prompted one is another run
+    assert plain.identity() == trained.converged_config("smollm2-135m", 1, 1).identity()
+    assert prompted.identity() != plain.identity()

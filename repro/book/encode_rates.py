@@ -32,7 +32,6 @@ from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
-from transformers import AutoTokenizer
 
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.configs import page_configs
@@ -133,6 +132,8 @@ def time_encode(encode: Encode, sentences: list[str], documents: list[str]) -> f
 
 
 def text_tokens(backbone: str, texts: list[str]) -> int:
+    from transformers import AutoTokenizer  # (here: the leaderboard page imports this module to read rates)
+
     tokenizer = AutoTokenizer.from_pretrained(resolve(backbone)[0])
     return sum(len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"])
 

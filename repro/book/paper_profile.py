@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import mteb
-
 P1_BACKBONES = ["mistralai/Mistral-7B-v0.1", "meta-llama/Meta-Llama-3-8B"]
 P2_BACKBONES = ["Qwen/Qwen2.5-0.5B", "meta-llama/Llama-3.1-8B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3"]
 P3_BACKBONE = "meta-llama/Llama-2-7b-hf"
@@ -138,6 +136,8 @@ class Work:
 def task_tokens(name: str, max_length: int = 512) -> float:
     """Tokens to encode one real MTEB task (evaluation splits, plus train for classification), from mteb's
     descriptive statistics (metadata shipped with mteb: nothing is downloaded); texts capped at ``max_length``."""
+    import mteb  # (here: every page imports this module through repro.book.pages, and most never need mteb)
+
     task = mteb.get_task(name)
     stats = task.metadata.descriptive_stats or {}
     splits = list(task.metadata.eval_splits) + (["train"] if task.metadata.type == "Classification" else [])

@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-from transformers.masking_utils import create_bidirectional_mask
 
 from repro.store.atomic import atomic_dir, atomic_path
 from repro.store.fingerprint import sha256_files
@@ -44,6 +42,8 @@ def decoder_attention_mask(config, attention: str, input_embeds: torch.Tensor, a
     decoders pass through unchanged to every layer."""
     if attention == "causal":
         return attention_mask
+    from transformers.masking_utils import create_bidirectional_mask
+
     full = create_bidirectional_mask(config=config, inputs_embeds=input_embeds, attention_mask=attention_mask,
                                      allow_is_bidirectional_skip=False)
     window = getattr(config, "sliding_window", None)
@@ -155,6 +155,8 @@ def converted_folder(spec: PackagedGGUF) -> Path:
     if (folder / "config.json").is_file():
         return folder
     gguf_path = packaged_gguf_path(spec)
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = dict(gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kwargs)
@@ -273,6 +275,9 @@ def load_backbone(name: str = "smollm2-135m", attention: str = "causal", device:
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = resolve_dtype(dtype, device)
+    # transformers is imported here, not at the top: pages that only read stored results never import it
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     path, revision = resolve(name)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
     plain_weights(model).to(device).eval()

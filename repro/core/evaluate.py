@@ -15,11 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import mteb
 import numpy as np
 import pandas as pd
-from mteb.models.model_meta import ModelMeta
-from mteb.similarity_functions import cos_sim, pairwise_cos_sim
 from tqdm.auto import tqdm
 
 from repro.core.backbones import Backbone
@@ -30,6 +27,8 @@ from repro.core.tasks import TASKS
 
 
 def model_meta(name: str, revision: str, dim: int):
+    # mteb is imported where it is used: pages that only read stored results never import it (3 s)
+    from mteb.models.model_meta import ModelMeta
 
     return ModelMeta.create_empty(overwrites=dict(
         name=f"repro/{name}".replace(" ", "_"), revision=revision, embed_dim=dim,
@@ -48,10 +47,12 @@ class CosineSimilarity:
     """mteb's cosine similarity functions, for every encoder of this project."""
 
     def similarity(self, a, b):
+        from mteb.similarity_functions import cos_sim
 
         return cos_sim(a, b)
 
     def similarity_pairwise(self, a, b):
+        from mteb.similarity_functions import pairwise_cos_sim
 
         return pairwise_cos_sim(a, b)
 
@@ -98,6 +99,8 @@ def states_encoder(backbone: Backbone, config: EncodeConfig, pooling: str = "las
 
 def run_mteb(model, tasks: Sequence, **kwargs) -> pd.DataFrame:
     """``mteb.evaluate`` (no result cache) -> one row per task/split/subset with the main score."""
+
+    import mteb
 
     start = time.perf_counter()
     result = mteb.evaluate(model, list(tasks), cache=None, show_progress_bar=False,

@@ -26,7 +26,6 @@ import hashlib
 import json
 
 import numpy as np
-from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores
 from sklearn.metrics import average_precision_score, v_measure_score
 
 from repro.core.stats import paired_bootstrap_mean, paired_bootstrap_spearman, paired_bootstrap_statistic
@@ -49,6 +48,8 @@ def retrieval_units(task, ranked: dict, qrels: dict, main_score: float | None = 
     """Per-query nDCG@10 of mteb's ranked lists ``{query: {doc: score}}``."""
     if getattr(task, "ignore_identical_ids", False):
         ranked = {q: {d: s for d, s in docs.items() if d != q} for q, docs in ranked.items()}
+    from mteb._evaluators.retrieval_metrics import calculate_retrieval_scores  # (here: reading pages skip mteb)
+
     scores = calculate_retrieval_scores(ranked, qrels, [10]).all_scores
     ids = sorted(qrels)
     values = np.array([scores.get(q, {}).get("ndcg_cut_10", 0.0) for q in ids], dtype=float)

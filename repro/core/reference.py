@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from sentence_transformers import SentenceTransformer
 
 from repro.core.evaluate import run_mteb
 from repro.core.tasks import STS_TASKS, data_fingerprint, describe_suite, suite_task
@@ -43,6 +42,7 @@ def minilm_path() -> Path:
 
 
 def load_minilm():
+    from sentence_transformers import SentenceTransformer  # (here: reading pages never import it)
 
     return SentenceTransformer(str(minilm_path()), device="cpu")
 

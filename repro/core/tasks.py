@@ -21,11 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import mteb
 import numpy as np
-from datasets import Dataset
-from datasets.arrow_dataset import Column
-from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
 from repro.store.fingerprint import sha256_files
 from repro.store.paths import data_dir
@@ -139,12 +135,16 @@ def check_task_names(names, suite: str | None = None) -> list[str]:
     for name in names:
         if name not in TASKS and not (suite in ONLINE_SUITES and _known_to_mteb(name)):
             if suite in ONLINE_SUITES:
+                import mteb
+
                 raise ValueError(f"unknown MTEB task '{name}' (mteb {mteb.__version__})")
             raise _unknown("task", name, TASKS)
     return names
 
 
 def _known_to_mteb(name: str) -> bool:
+    import mteb  # (here, not at the top: pages that only read stored results never import mteb)
+
     try:
         return mteb.get_task(name).metadata.name == name
     except KeyError:
@@ -288,6 +288,8 @@ def data_fingerprint(name: str) -> str:
     """sha256 over the task's files (names, sizes and contents); a task outside the offline data (the ``mteb``
     suite) is identified by its MTEB dataset revision."""
     if name not in TASKS:
+        import mteb
+
         return "mteb-" + str(mteb.get_task(name).metadata.dataset.get("revision"))
     folder = task_folder(name)
     return sha256_files([folder / f for f in sorted(TASKS[name].files.values())], with_names=True)[:16]
@@ -297,6 +299,8 @@ def data_fingerprint(name: str) -> str:
 
 
 def _to_mteb_dataset(source: TaskSource, data: dict):
+    from datasets import Dataset
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
     if source.category == "Retrieval":
 
@@ -340,6 +344,8 @@ def _calculate_scores_on_arrays(self, y_test, y_pred):
     converts it row by row (~1 M row reads per evaluation, 90% of a classification evaluation's time).
     Slicing it once gives the same labels as one array; the metrics are mteb's, unchanged."""
 
+    from datasets.arrow_dataset import Column
+
     if isinstance(y_test, Column):
         y_test = np.asarray(y_test[:])
     return super(type(self), self)._calculate_scores(y_test, y_pred)
@@ -350,6 +356,8 @@ def offline_task(name: str, suite: str = "standard"):
 
     if name not in TASKS:
         raise _unknown("task", name, TASKS)
+    import mteb
+
     suite_caps(suite)
     source = TASKS[name]
     base = type(mteb.get_task(source.mteb_name or name))
@@ -374,6 +382,8 @@ def offline_task(name: str, suite: str = "standard"):
 
 def online_task(name: str):
     """The real MTEB task (downloads its data: needs a network)."""
+
+    import mteb
 
     source = TASKS.get(name)
     return mteb.get_task(source.mteb_name if source and source.mteb_name else name)

@@ -2,6 +2,7 @@
 
     repro train --model 5 --steps 150 --batch-size 16 --suite compact          # a fixed budget (earlier runs)
     repro train --converged --model 5 --seed 1 --suite compact --budget-points  # the declared budget rule
+    repro train --converged --model 1 --seed 1 --prompt prompteol               # PromptEOL as the input format
 
 ``--converged`` trains under the declared rule (:func:`converged_config`): the Paper 1 mix, a 600-step cap,
 constant learning rate, early stopping and selection on STS-B dev; ``--budget-points`` also scores the run's
@@ -54,7 +55,7 @@ def main(argv=None):
     parser.add_argument("--tasks", nargs="*")
     parser.add_argument("--converged", action="store_true",
                         help="train under the declared budget rule (converged_config: mix, cap 600, dev stopping); "
-                             "only --backbone, --model and --seed are read from the other options")
+                             "only --backbone, --model, --seed and --prompt are read from the other options")
     parser.add_argument("--instructions", action="store_true",
                         help="also score with Tang & Yang's task instructions before the query-side texts")
     parser.add_argument("--budget-points", action="store_true",
@@ -65,7 +66,7 @@ def main(argv=None):
     args = vars(parser.parse_args(argv))
     suite, tasks, stale = args.pop("suite"), args.pop("tasks"), args.pop("recompute_stale")
     converged, points, instructed = args.pop("converged"), args.pop("budget_points"), args.pop("instructions")
-    config = (converged_config(args["backbone"], args["model"], args["seed"]) if converged
+    config = (converged_config(args["backbone"], args["model"], args["seed"], prompt=args["prompt"]) if converged
               else TrainConfig(**args))
     df = evaluate_trained(config, suite, tasks, recompute_stale=stale)
     print(df.groupby("task")["main_score"].mean().to_string())

@@ -30,7 +30,6 @@ from typing import ClassVar
 import numpy as np
 import torch
 import torch.nn.functional as F
-from peft import set_peft_model_state_dict
 from safetensors.torch import load_file
 from torch import nn
 
@@ -314,6 +313,8 @@ def load_trained(folder: str | Path, device: str | None = None) -> tuple[Embeddi
     raw = json.loads((folder / "train_config.json").read_text())
     config = TrainConfig(**{f.name: raw[f.name] for f in fields(TrainConfig) if f.name in raw})
     model = build_model(config, device=device)
+    from peft import set_peft_model_state_dict  # (here: pages that read stored results never import peft)
+
     weights = load_file(str(folder / "adapter" / "adapter_model.safetensors"))
     set_peft_model_state_dict(model.backbone.model, weights)
     if model.head is not None:

@@ -10,12 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from accelerate import Accelerator
-from accelerate.utils import broadcast_object_list
 from torch import nn
-from torch.distributed.nn.functional import all_gather
 from tqdm.auto import tqdm
-from transformers import get_scheduler
 
 from repro.store.atomic import atomic_path, write_json
 from repro.store.identity import config_identity
@@ -41,6 +37,7 @@ def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
     if not (torch.distributed.is_available() and torch.distributed.is_initialized()) \
             or torch.distributed.get_world_size() == 1:
         return tensor
+    from torch.distributed.nn.functional import all_gather
 
     return torch.cat(all_gather(tensor), dim=0)
 
@@ -97,6 +94,9 @@ def make_accelerator():
 
     # fp32 master weights everywhere (the backbones load in fp32 for training); on GPUs that support it, bf16
     # autocast for the forward and backward (accelerate's mixed precision); on CPU none (bf16 is slower here)
+    # accelerate and transformers are imported where they are used: pages that read stored results skip them
+    from accelerate import Accelerator
+
     cuda = torch.cuda.is_available()
     mixed = "bf16" if cuda and torch.cuda.is_bf16_supported() else "no"
     return Accelerator(cpu=not cuda, step_scheduler_with_optimizer=False, mixed_precision=mixed)
@@ -113,6 +113,9 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data);
     ``evaluate(core) -> dict`` runs on the main process only. Returns the counters and the history.
     """
+
+    from accelerate.utils import broadcast_object_list
+    from transformers import get_scheduler
 
     output = Path(output)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr, weight_decay=config.weight_decay)

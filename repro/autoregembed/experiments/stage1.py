@@ -3,6 +3,9 @@ stage 1's curve) and a profile of the data stage 1 trains on."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -11,7 +14,8 @@ from repro.autoregembed.data import read_stage1
 from repro.autoregembed.model import TextIds, build_autoreg
 from repro.autoregembed.objectives import seen_indices
 from repro.autoregembed.train import validation_reconstruction
-from repro.core.backbones import load_backbone
+from repro.core.backbones import load_backbone, revision_of
+from repro.core.derived import stored_statistic
 from repro.store.identity import config_identity
 from repro.store.results import load_or_compute
 
@@ -47,12 +51,22 @@ def stage1_data_profile(compress: CompressConfig) -> pd.Series:
 
     rows = read_stage1(compress.data)[compress.validation_examples:]
     seen = [rows[i] for i in seen_indices(len(rows), compress)]
-    tok = load_backbone(compress.backbone).tokenizer
-    target = np.array([len(tok(r["output"], add_special_tokens=False).input_ids) for r in seen])
-    source = np.array([len(tok(r["context"] + "\n" + r["instruction"], add_special_tokens=False).input_ids)
-                       for r in seen])
-    return pd.Series({"examples drawn": len(seen), "target tokens (median)": float(np.median(target)),
-                      "targets of <= 3 tokens": float((target <= 3).mean()),
-                      "targets cut (longer than the target limit)": float((target > compress.target_max_length - 1).mean()),
-                      "input tokens (median)": float(np.median(source)),
-                      "inputs cut (longer than the input limit)": float((source > compress.max_length).mean())})
+    # stored like any derived statistic (it would load the backbone and tokenize every drawn example on every
+    # build), keyed by the exact examples drawn, the tokenizer's backbone revision and the two limits
+    drawn = hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()[:16]
+    params = {"backbone": compress.backbone, "revision": revision_of(compress.backbone), "examples": drawn,
+              "max_length": compress.max_length, "target_max_length": compress.target_max_length}
+
+    def compute() -> list[dict]:
+        tok = load_backbone(compress.backbone).tokenizer
+        target = np.array([len(tok(r["output"], add_special_tokens=False).input_ids) for r in seen])
+        source = np.array([len(tok(r["context"] + "\n" + r["instruction"], add_special_tokens=False).input_ids)
+                           for r in seen])
+        return [{"examples drawn": len(seen), "target tokens (median)": float(np.median(target)),
+                 "targets of <= 3 tokens": float((target <= 3).mean()),
+                 "targets cut (longer than the target limit)":
+                     float((target > compress.target_max_length - 1).mean()),
+                 "input tokens (median)": float(np.median(source)),
+                 "inputs cut (longer than the input limit)": float((source > compress.max_length).mean())}]
+
+    return stored_statistic("stage-1 data profile", params, compute).iloc[0]

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -97,3 +98,23 @@ def test_a_derived_statistic_is_computed_once_per_exact_inputs_and_read_back():
     assert len(calls) == 3
     with pytest.raises(ValueError, match="'statistic' is the key"):
         stored_statistic("a test", {"statistic": "other"}, compute)
+
+
+def test_file_digests_are_remembered_by_stat_and_a_rewritten_file_is_read_again(tmp_path, monkeypatch):
+    from repro.store import fingerprint
+
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    a.write_text("x\t1\n"), b.write_text("y\t2\n")
+    reads = []
+    real = fingerprint._sha256
+    monkeypatch.setattr(fingerprint, "_sha256", lambda paths, names: reads.append(1) or real(paths, names))
+    first = fingerprint.sha256_files([a, b], with_names=True)
+    assert fingerprint.sha256_files([a, b], with_names=True) == first and len(reads) == 1  # remembered
+    assert fingerprint.sha256_files([b, a], with_names=True) != first  # order matters
+    assert fingerprint.sha256_files([a, b]) != first  # so do the names
+    stat = a.stat()
+    a.write_text("x\t9\n")  # same size, new content
+    os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert fingerprint.sha256_files([a, b], with_names=True) == real([a, b], True) != first
+    with pytest.raises(FileNotFoundError):
+        fingerprint.sha256_files([tmp_path / "missing.tsv"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import textwrap
 import warnings
 
@@ -58,14 +59,16 @@ def quiet() -> None:
     os.environ["TQDM_DISABLE"] = "1"
     offline()
     warnings.filterwarnings("ignore")
-    # imported here, after the filters: importing them (tqdm.auto) warns in a kernel without ipywidgets
-    import datasets
-    from transformers.utils import logging as hf_logging
-
+    # the Hugging Face libraries' own switches, read when they are first imported: a page that only reads stored
+    # results never imports them (datasets and transformers cost ~2 s per page); set in code where already imported
+    os.environ.update({"HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+                       "TRANSFORMERS_VERBOSITY": "error"})
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].logging.set_verbosity_error()
+        sys.modules["transformers"].logging.disable_progress_bar()
     logging.getLogger("mteb").setLevel(logging.ERROR)
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    datasets.disable_progress_bars()
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
     mpl.rcParams.update({"figure.dpi": 120, "savefig.dpi": 120, "font.size": 11, "axes.titlesize": 12,

@@ -135,18 +135,21 @@ def check_task_names(names, suite: str | None = None) -> list[str]:
     for name in names:
         if name not in TASKS and not (suite in ONLINE_SUITES and _known_to_mteb(name)):
             if suite in ONLINE_SUITES:
-                import mteb
-
-                raise ValueError(f"unknown MTEB task '{name}' (mteb {mteb.__version__})")
+                raise ValueError(f"unknown MTEB task '{name}' (mteb {_mteb().__version__})")
             raise _unknown("task", name, TASKS)
     return names
 
 
-def _known_to_mteb(name: str) -> bool:
-    import mteb  # (here, not at the top: pages that only read stored results never import mteb)
+def _mteb():
+    """mteb, imported on first use: pages that only read stored results never import it (~3 s)."""
+    import mteb
 
+    return mteb
+
+
+def _known_to_mteb(name: str) -> bool:
     try:
-        return mteb.get_task(name).metadata.name == name
+        return _mteb().get_task(name).metadata.name == name
     except KeyError:
         return False
 
@@ -288,9 +291,7 @@ def data_fingerprint(name: str) -> str:
     """sha256 over the task's files (names, sizes and contents); a task outside the offline data (the ``mteb``
     suite) is identified by its MTEB dataset revision."""
     if name not in TASKS:
-        import mteb
-
-        return "mteb-" + str(mteb.get_task(name).metadata.dataset.get("revision"))
+        return "mteb-" + str(_mteb().get_task(name).metadata.dataset.get("revision"))
     folder = task_folder(name)
     return sha256_files([folder / f for f in sorted(TASKS[name].files.values())], with_names=True)[:16]
 
@@ -303,13 +304,8 @@ def _to_mteb_dataset(source: TaskSource, data: dict):
     from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
     if source.category == "Retrieval":
-
-        split = RetrievalSplitData(
-            corpus=Dataset.from_dict(data["corpus"]),
-            queries=Dataset.from_dict(data["queries"]),
-            relevant_docs=data["qrels"],
-            top_ranked=None,
-        )
+        split = RetrievalSplitData(corpus=Dataset.from_dict(data["corpus"]), queries=Dataset.from_dict(data["queries"]),
+                                   relevant_docs=data["qrels"], top_ranked=None)
         return {source.hf_subset: {"test": split}}
     return {source.hf_subset: {split: Dataset.from_dict(cols) for split, cols in data.items()}}
 
@@ -343,9 +339,7 @@ def _calculate_scores_on_arrays(self, y_test, y_pred):
     """mteb hands scikit-learn's metrics the label ``Column`` of a datasets ``Dataset``; each metric then
     converts it row by row (~1 M row reads per evaluation, 90% of a classification evaluation's time).
     Slicing it once gives the same labels as one array; the metrics are mteb's, unchanged."""
-
     from datasets.arrow_dataset import Column
-
     if isinstance(y_test, Column):
         y_test = np.asarray(y_test[:])
     return super(type(self), self)._calculate_scores(y_test, y_pred)
@@ -353,14 +347,11 @@ def _calculate_scores_on_arrays(self, y_test, y_pred):
 
 def offline_task(name: str, suite: str = "standard"):
     """The mteb 2 task object for ``name``, reading its data from the data folder under a suite."""
-
     if name not in TASKS:
         raise _unknown("task", name, TASKS)
-    import mteb
-
     suite_caps(suite)
     source = TASKS[name]
-    base = type(mteb.get_task(source.mteb_name or name))
+    base = type(_mteb().get_task(source.mteb_name or name))
 
     def load_data(self, num_proc=None, **kwargs):
         if self.data_loaded:
@@ -382,11 +373,8 @@ def offline_task(name: str, suite: str = "standard"):
 
 def online_task(name: str):
     """The real MTEB task (downloads its data: needs a network)."""
-
-    import mteb
-
     source = TASKS.get(name)
-    return mteb.get_task(source.mteb_name if source and source.mteb_name else name)
+    return _mteb().get_task(source.mteb_name if source and source.mteb_name else name)
 
 
 def suite_task(name: str, suite: str):

@@ -7,9 +7,21 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+_DIGESTS: dict[tuple, str] = {}  # this process's digests, by each file's path, size and modification time
+
 
 def sha256_files(paths: Iterable[Path], with_names: bool = False) -> str:
-    """Hex sha256 of the files' bytes in order (and of their names, when ``with_names``)."""
+    """Hex sha256 of the files' bytes in order (and of their names, when ``with_names``). Remembered within a
+    process by each file's resolved path, size and modification time (ns): a page keying hundreds of stored
+    results re-reads no data file, and a rewritten file is read again."""
+    paths = [Path(p) for p in paths]
+    stamp = (with_names, *((str(p.resolve()), s.st_size, s.st_mtime_ns) for p in paths for s in [p.stat()]))
+    if stamp not in _DIGESTS:
+        _DIGESTS[stamp] = _sha256(paths, with_names)
+    return _DIGESTS[stamp]
+
+
+def _sha256(paths: list[Path], with_names: bool) -> str:
     digest = hashlib.sha256()
     for path in paths:
         if with_names:

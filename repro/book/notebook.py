@@ -69,6 +69,10 @@ def quiet() -> None:
         sys.modules["transformers"].logging.set_verbosity_error()
         sys.modules["transformers"].logging.disable_progress_bar()
     logging.getLogger("mteb").setLevel(logging.ERROR)
+    # myst-nb's glue imports nbformat, whose jsonschema compiles 38 lark grammars (3-4 s) for its optional IRI
+    # format checks when rfc3987_syntax is installed; a page's kernel validates no IRI, so it goes without them
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
     mpl.rcParams.update({"figure.dpi": 120, "savefig.dpi": 120, "font.size": 11, "axes.titlesize": 12,

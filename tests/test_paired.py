@@ -1,6 +1,7 @@
 """Per-unit data for paired tests inside a task: stored with every score, consistent with mteb's main score, and
 the in-task paired test of two stored scores."""
 
+import copy
 import hashlib
 
 import numpy as np
@@ -10,7 +11,7 @@ from repro.core.embedder import Embedder
 from repro.core.paired import paired_test
 from repro.core.scoring import evaluate_per_task
 from repro.core.tasks import data_fingerprint, describe_suite
-from repro.store.results import decode_array, load_result
+from repro.store.results import decode_array, encode_array, load_result
 
 TASKS = ["SciFact", "ArguAna", "Banking77Classification", "TwitterURLCorpus", "TwentyNewsgroupsClustering", "STS17"]
 
@@ -63,3 +64,26 @@ def test_every_category_stores_units_that_explain_its_score_and_paired_tests_run
         assert other["ci_low"] <= other["difference"] <= other["ci_high"] or "degenerate" in other["verdict"]
     with pytest.raises(ValueError, match="same task"):
         paired_test(first["SciFact"], first["ArguAna"])
+
+
+def test_a_paired_test_is_stored_and_keyed_by_what_it_reads(monkeypatch):
+    from repro.core import paired
+
+    _, first = _scores("a")
+    _, second = _scores("b")
+    task = "SciFact"
+    computed = paired_test(first[task], second[task], n_resamples=50)
+
+    def no_recompute(*args):
+        raise AssertionError("recomputed")
+
+    monkeypatch.setattr(paired, "_paired_test", no_recompute)
+    assert paired_test(first[task], second[task], n_resamples=50) == computed  # read back, same values and types
+    with pytest.raises(AssertionError, match="recomputed"):  # another resample count is another statistic
+        paired_test(first[task], second[task], n_resamples=60)
+    changed = copy.deepcopy(second[task])
+    values = decode_array(changed["units"]["values"]).copy()
+    values[0] = 1 - values[0]
+    changed["units"]["values"] = encode_array(values)
+    with pytest.raises(AssertionError, match="recomputed"):  # other per-query scores: another key
+        paired_test(first[task], changed, n_resamples=50)

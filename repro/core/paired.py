@@ -28,6 +28,7 @@ import json
 import numpy as np
 from sklearn.metrics import average_precision_score, v_measure_score
 
+from repro.core.derived import stored_statistic
 from repro.core.stats import paired_bootstrap_mean, paired_bootstrap_spearman, paired_bootstrap_statistic
 from repro.core.tasks import TASKS, read_task
 from repro.store.results import decode_array, encode_array
@@ -115,13 +116,34 @@ def _units(record: dict) -> dict:
     return record["units"]
 
 
+def _payload(record: dict):
+    """What a paired test reads of a stored score: STS pair similarities, or the per-unit data."""
+    if TASKS[record["params"]["task"]].category == "STS":
+        return record["pair_similarities"]
+    return _units(record)
+
+
 def paired_test(record_a: dict, record_b: dict, n_resamples: int = 1000, seed: int = 0) -> dict:
     """A paired test of two stored scores of the same task and suite, inside the task: bootstrap over STS pairs
     (Spearman), retrieval queries (mean nDCG@10), classification examples (mean accuracy), pairs (cosine AP) or
-    documents (mean V-measure over subsets). ``difference`` is first minus second, x100 like the scores."""
+    documents (mean V-measure over subsets). ``difference`` is first minus second, x100 like the scores.
+
+    Stored as a derived statistic (:mod:`repro.core.derived`), keyed by the task, suite, resamples, seed and a
+    digest of exactly what it reads: both scores' per-unit data and the task data's fingerprint and caps (which
+    fix the gold labels), so a page that shows many of these tests computes each once."""
     task, suite = record_a["params"]["task"], record_a["params"]["suite"]
     if (task, suite) != (record_b["params"]["task"], record_b["params"]["suite"]):
         raise ValueError("a paired test needs two scores of the same task and suite")
+    inputs = [[r["params"].get("data"), r["params"].get("caps"), _payload(r)] for r in (record_a, record_b)]
+    params = {"task": task, "suite": suite, "n_resamples": n_resamples, "seed": seed,
+              "inputs": hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]}
+    row = stored_statistic("paired test inside a task", params,
+                           lambda: [_paired_test(record_a, record_b, n_resamples, seed)]).iloc[0]
+    return {key: (value.item() if isinstance(value, np.generic) else value) for key, value in row.items()}
+
+
+def _paired_test(record_a: dict, record_b: dict, n_resamples: int, seed: int) -> dict:
+    task, suite = record_a["params"]["task"], record_a["params"]["suite"]
     category = TASKS[task].category
     data = read_task(task, suite)
     if category == "STS":

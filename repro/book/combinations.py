@@ -3,6 +3,9 @@
 * "Does EmbedFilter's training-free gain survive training?": EmbedFilter edge/2 applied to Paper 1's trained
   models 1 and 5 (the shipped weights of one seed, :mod:`repro.book.shipped`), against the same weights without
   the filter; next to it, the same filter on the untrained PromptEOL and Echo states (Paper 2's own setting).
+* "PromptEOL or no prompt as model 1's input format?": Paper 1's model 1 trained and scored with PromptEOL's
+  template (``repro train --converged --model 1 --prompt prompteol``) against the same design trained without a
+  prompt, on the seeds both have (a verdict about the training recipe, so held to model 1's seed spread).
 
 Both sides of a trained pair are scored by :func:`repro.book.recipes.evaluate_recipe` on all 19 tasks at ``compact``
 caps from the same (shipped) weights (stored in ``results/recipe_scores``; a trained model's embeddings are cached, so
@@ -23,6 +26,7 @@ import pandas as pd
 from repro.book.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS
+from repro.pooling_attention.converged import SEEDS, converged_scores, seed_spread
 
 SUITE = "compact"
 # (question, base recipe, combined recipe); the first two are the combinations, the last two their reference
@@ -42,29 +46,98 @@ def pair_scores(recipe: str, suite: str = SUITE) -> pd.DataFrame:
     return recipe_scores(recipe, suite)[0]
 
 
-def combination_table(suite: str = SUITE) -> pd.DataFrame:
+PROMPT_MODEL, PROMPT = 1, "prompteol"  # the input-format combination: Paper 1's model 1 trained with PromptEOL
+PROMPT_QUESTION = "PromptEOL vs no prompt as trained Paper 1 model 1's input format"
+
+
+def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str, hurts: str) -> dict:
+    """``row`` completed with the tasks both frames have, their means, and the Wilcoxon test over tasks."""
+    both = base.merge(combined, on=["task", "category"], suffixes=("_base", "_combined"))
+    row |= {"tasks": len(both), "base mean": both["score_base"].mean() if len(both) else np.nan,
+            "combined mean": both["score_combined"].mean() if len(both) else np.nan,
+            "difference": np.nan, "p (Wilcoxon)": np.nan}
+    if len(both) == len(TASKS):
+        by = (both["score_combined"] - both["score_base"]).groupby(both["category"]).mean()
+        row["difference by category"] = ", ".join(f"{c} {d:+.2f}" for c, d in by.items())
+        test = wilcoxon_over_tasks(both["score_combined"], both["score_base"])
+        row |= {"difference": test["mean_difference"], "p (Wilcoxon)": test["p"],
+                "verdict": {"significant: first better": helps, "significant: second better": hurts}.get(
+                    test["verdict"], "no significant difference")}
+    return row
+
+
+def prompt_row(backbone: str = "smollm2-135m", suite: str = SUITE, seeds=SEEDS) -> dict:
+    """Model 1 trained with PromptEOL vs without a prompt, per task averaged over the seeds both have; a
+    difference within model 1's seed spread (no prompt, every seed stored) is inconclusive."""
+    plain, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite)
+    prompted, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite, prompt=PROMPT)
+    shared = sorted(set(plain.seed) & set(prompted.seed)) if len(plain) and len(prompted) else []
+    label = f"{backbone}/p1-model{PROMPT_MODEL} trained, seed{'s' if len(shared) > 1 else ''} " + (
+        ", ".join(map(str, shared)) or "none stored")
+    row = {"question": PROMPT_QUESTION, "base": f"{label}, no prompt", "combined": f"{label}, {PROMPT}"}
+    if not shared:
+        seed = next(iter(sorted(set(plain.seed))), 1)
+        return _compared(row, plain.iloc[:0], prompted.iloc[:0], "", "") | {
+            "verdict": f"not computed: python -m repro.pooling_attention.trained --converged --backbone {backbone} "
+                       f"--model {PROMPT_MODEL} --seed {seed} --prompt {PROMPT} --suite {suite}"}
+
+    def averaged(frame):
+        return frame[frame.seed.isin(shared)].groupby(["task", "category"], as_index=False)["score"].mean()
+
+    row = _compared(row, averaged(plain), averaged(prompted), "PromptEOL helps", "PromptEOL hurts")
+    spread = seed_spread(plain).loc[PROMPT_MODEL, "all tasks"]
+    if row["verdict"] != "no significant difference":
+        if np.isnan(spread):
+            row["verdict"] += " (one seed of model 1: spread unknown)"
+        elif abs(row["difference"]) < spread:
+            row["verdict"] = f"inconclusive (within model 1's seed spread, {spread:.2f})"
+    return row
+
+
+def combination_table(suite: str = SUITE, backbone: str = "smollm2-135m") -> pd.DataFrame:
     """One row per pair: tasks scored by both, the two means (x100), the mean difference, the Wilcoxon test over
     tasks and its verdict; pairs with a missing side say which command computes it (read only)."""
     rows = []
     for question, base, combined in PAIRS:
         a, b = pair_scores(base, suite), pair_scores(combined, suite)
-        both = a.merge(b, on=["task", "category"], suffixes=("_base", "_combined"))
-        row = {"question": question, "base": base, "combined": combined, "tasks": len(both),
-               "base mean": both["score_base"].mean() if len(both) else np.nan,
-               "combined mean": both["score_combined"].mean() if len(both) else np.nan}
-        if len(both) < len(TASKS):
+        row = _compared({"question": question, "base": base, "combined": combined}, a, b,
+                        "the filter helps", "the filter hurts")
+        if row["tasks"] < len(TASKS):
             missing = [r for r, f in ((base, a), (combined, b)) if len(f) < len(TASKS)]
-            row |= {"difference": np.nan, "p (Wilcoxon)": np.nan,
-                    "verdict": "not computed: " + "; ".join(f"repro evaluate --recipe {r} --suite {suite}"
-                                                             for r in missing)}
-        else:
-            test = wilcoxon_over_tasks(both["score_combined"], both["score_base"])
-            row |= {"difference": test["mean_difference"], "p (Wilcoxon)": test["p"],
-                    "verdict": {"significant: first better": "the filter helps",
-                                "significant: second better": "the filter hurts"}.get(test["verdict"],
-                                                                                      "no significant difference")}
+            row["verdict"] = "not computed: " + "; ".join(f"repro evaluate --recipe {r} --suite {suite}"
+                                                          for r in missing)
         rows.append(row)
+    rows.append(prompt_row(backbone, suite))
     return pd.DataFrame(rows)
+
+
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def filter_summary(table: pd.DataFrame) -> str:
+    """One sentence: does the filter's training-free gain survive training (from :func:`combination_table`)."""
+    filtered = table[table.question.str.startswith("EmbedFilter")]
+    trained = filtered[filtered.base.str.contains("/p1-model")]
+    untrained = filtered[~filtered.base.str.contains("/p1-model")]
+    if len(filtered) == 0 or filtered["difference"].isna().any():
+        return "Not every EmbedFilter pair is scored yet (the table names what computes the rest)."
+
+    def listed(part):
+        return "; ".join(f"{r['question'].split(' on ')[1]}: {r['difference']:+.2f} ({_p(r['p (Wilcoxon)'])}, "
+                         f"{r['verdict']})" for _, r in part.iterrows())
+
+    helped = {v == "the filter helps" for v in trained.verdict}
+    if helped == {True}:
+        outcome = "the training-free gain survives training on both trained models"
+    elif True in helped:
+        outcome = "the training-free gain survives training on one trained model only"
+    else:
+        outcome = ("the training-free gain does not survive training: the filter helps neither trained model"
+                   if (untrained.verdict == "the filter helps").all() else
+                   "the filter helps neither the trained models nor every untrained one")
+    return (f"Untrained, {listed(untrained)}. Trained, {listed(trained)}. At this scale (one training seed, "
+            f"{int(filtered.tasks.min())} tasks), {outcome}.")
 
 
 def main(argv=None):

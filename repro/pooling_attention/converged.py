@@ -47,18 +47,19 @@ def _frame(records: dict, **labels) -> pd.DataFrame:
 
 
 def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, suite: str = "compact",
-                     tasks: Sequence[str] | None = None, instructions: str | None = None
+                     tasks: Sequence[str] | None = None, instructions: str | None = None, prompt: str = "none"
                      ) -> tuple[pd.DataFrame, dict]:
     """Stored per-task scores of the converged runs: a frame (model, seed, task, category, score x100) of the runs
-    with every task of ``tasks`` stored, and the records keyed (model, seed, task) of every stored task. ``instructions``: the stored instruction variant's key (e.g.
-    ``"tang-yang-<hash>"``) instead of plain inputs."""
+    with every task of ``tasks`` stored, and the records keyed (model, seed, task) of every stored task.
+    ``instructions``: the stored instruction variant's key (e.g. ``"tang-yang-<hash>"``) instead of plain inputs;
+    ``prompt``: the runs trained and scored with that input format (``repro train --converged --prompt``)."""
     tasks = list(TASKS) if tasks is None else list(tasks)
     frames, records = [], {}
     for model in models:
         for seed in seeds:
             extra = {} if instructions is None else {"instructions": instructions}
-            found = stored_per_task(SCORES_EXPERIMENT, _identity(converged_config(backbone, model, seed), **extra),
-                                    suite, tasks)
+            config = converged_config(backbone, model, seed, prompt=prompt)
+            found = stored_per_task(SCORES_EXPERIMENT, _identity(config, **extra), suite, tasks)
             records.update({(model, seed, task): r for task, r in found.items()})
             if len(found) == len(tasks):  # a run with missing tasks would mix task sets in the means and spreads
                 frames.append(_frame(found, model=model, seed=seed))

@@ -1,0 +1,89 @@
+"""The combinations none of the papers tried (repro.book.combinations): each pair's test and verdict, the
+input-format pair held to the seed spread, and the one-sentence summary, on synthetic stored scores."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from repro.book import combinations
+from repro.core.tasks import TASKS
+from repro.pooling_attention.trained import converged_config
+
+
+def _frame(offset=0.0, tasks=None, seed=None, noise=0.0):
+    rng = np.random.default_rng(0 if seed is None else seed + 1)
+    tasks = list(TASKS) if tasks is None else tasks
+    frame = pd.DataFrame({"task": tasks, "category": [TASKS[t].category for t in tasks],
+                          "score": 50 + np.arange(len(tasks)) + offset + noise * rng.standard_normal(len(tasks))})
+    return frame if seed is None else frame.assign(model=1, seed=seed)
+
+
+@pytest.fixture
+def stored(monkeypatch):
+    """pair_scores and converged_scores read these frames instead of the result store."""
+    frames = {"pairs": {}, "runs": {"none": [], "prompteol": []}}
+
+    def pair_scores(recipe, suite):
+        return frames["pairs"].get(recipe, _frame().iloc[:0])
+
+    def converged_scores(backbone, models, seeds, suite, prompt="none"):
+        runs = frames["runs"][prompt]
+        return (pd.concat(runs, ignore_index=True) if runs else
+                pd.DataFrame(columns=["model", "seed", "task", "category", "score"])), {}
+
+    monkeypatch.setattr(combinations, "pair_scores", pair_scores)
+    monkeypatch.setattr(combinations, "converged_scores", converged_scores)
+    return frames
+
+
+def _rows(table):
+    return table.set_index("question")
+
+
+def test_each_filter_pair_gets_its_wilcoxon_verdict_and_a_missing_side_names_its_command(stored):
+    (q1, b1, c1), (q2, b2, c2), (q3, b3, c3), (q4, b4, c4) = combinations.PAIRS
+    stored["pairs"] |= {b1: _frame(), c1: _frame(-1.0), b2: _frame(), c2: _frame(0.0),
+                        b3: _frame(), c3: _frame(2.0), b4: _frame(), c4: _frame(2.0, tasks=list(TASKS)[:9])}
+    rows = _rows(combinations.combination_table())
+    assert rows.loc[q1, "verdict"] == "the filter hurts" and rows.loc[q1, "difference"] == pytest.approx(-1.0)
+    assert rows.loc[q1, "p (Wilcoxon)"] < 0.05 and "STS -1.00" in rows.loc[q1, "difference by category"]
+    assert rows.loc[q2, "verdict"] == "no significant difference"
+    assert rows.loc[q3, "verdict"] == "the filter helps" and rows.loc[q3, "tasks"] == len(TASKS)
+    assert rows.loc[q4, "verdict"] == f"not computed: repro evaluate --recipe {c4} --suite compact"
+    assert np.isnan(rows.loc[q4, "difference"]) and rows.loc[q4, "tasks"] == 9
+    assert "Not every EmbedFilter pair" in combinations.filter_summary(rows.reset_index())
+
+
+def test_the_summary_says_whether_the_training_free_gain_survives_training(stored):
+    (_, b1, c1), (_, b2, c2), (_, b3, c3), (_, b4, c4) = combinations.PAIRS
+    stored["pairs"] |= {b1: _frame(), c1: _frame(0.0), b2: _frame(), c2: _frame(-1.0),
+                        b3: _frame(), c3: _frame(2.0), b4: _frame(), c4: _frame(3.0)}
+    text = combinations.filter_summary(combinations.combination_table())
+    assert "does not survive training" in text and "+3.00 (p < 0.001, the filter helps)" in text
+    stored["pairs"] |= {c1: _frame(1.0)}
+    assert "survives training on one trained model only" in combinations.filter_summary(
+        combinations.combination_table())
+    stored["pairs"] |= {c2: _frame(1.0)}
+    assert "survives training on both" in combinations.filter_summary(combinations.combination_table())
+
+
+def test_the_input_format_pair_uses_shared_seeds_and_respects_model_1s_seed_spread(stored):
+    row = combinations.prompt_row()
+    assert row["verdict"].startswith("not computed: python -m repro.pooling_attention.trained --converged")
+    assert "--model 1" in row["verdict"] and "--prompt prompteol" in row["verdict"]
+    # two seeds without a prompt (spread ~1.4 between their means), one with it: only seed 0 is compared
+    stored["runs"]["none"] = [_frame(0.0, seed=0), _frame(2.0, seed=1)]
+    stored["runs"]["prompteol"] = [_frame(1.0, seed=0)]
+    row = combinations.prompt_row()
+    assert row["base"].endswith("seed 0, no prompt") and row["difference"] == pytest.approx(1.0)
+    assert row["verdict"].startswith("inconclusive (within model 1's seed spread, 1.41")
+    stored["runs"]["prompteol"] = [_frame(5.0, seed=0)]
+    assert combinations.prompt_row()["verdict"] == "PromptEOL helps"
+    stored["runs"]["none"] = [_frame(0.0, seed=0)]  # one seed: significant, spread unknown, said so
+    assert combinations.prompt_row()["verdict"] == "PromptEOL helps (one seed of model 1: spread unknown)"
+
+
+def test_the_prompt_parameter_leaves_the_plain_runs_keys_unchanged():
+    assert converged_config("smollm2-135m", 1, 0, prompt="none").identity() == \
+        converged_config("smollm2-135m", 1, 0).identity()
+    assert converged_config("smollm2-135m", 1, 0, prompt="prompteol").identity()["prompt"] == "prompteol"

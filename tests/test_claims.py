@@ -263,7 +263,7 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
 
 
 def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next():
-    from repro.book.leaderboard import missing_rows, ranked
+    from repro.book.leaderboard import compact_view, missing_rows, ranked
     from repro.core.tasks import TASKS
 
     rng = np.random.default_rng(2)
@@ -282,6 +282,12 @@ def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next(
                                                               & (scores.category == "STS")]["score"].mean())
     missing = missing_rows(scores, ["strong", "partial", "never run"])
     assert missing.set_index("method")["missing"].to_dict() == {"partial": len(TASKS) - 5, "never run": len(TASKS)}
+    view = compact_view(table)  # the page's narrow form: one test column, short headers, same rows and values
+    assert "next below" not in view and "Class." in view and view.loc["strong", "mean"] == table.loc["strong", "mean"]
+    assert view.loc["close", "vs next below"].startswith("above, p") and view.loc["weak", "vs next below"] == ""
+    tied = table.assign(**{"vs next below": ["not significantly apart", "significantly below", ""]},
+                         **{"p (Wilcoxon)": [0.5, 0.01, np.nan]})
+    assert compact_view(tied)["vs next below"].tolist() == ["tied, p=0.500", "below, p=0.010", ""]
 
 
 def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch):

@@ -46,7 +46,7 @@ def test_each_filter_pair_gets_its_wilcoxon_verdict_and_a_missing_side_names_its
                         b3: _frame(), c3: _frame(2.0), b4: _frame(), c4: _frame(2.0, tasks=list(TASKS)[:9])}
     rows = _rows(combinations.combination_table())
     assert rows.loc[q1, "verdict"] == "the filter hurts" and rows.loc[q1, "difference"] == pytest.approx(-1.0)
-    assert rows.loc[q1, "p (Wilcoxon)"] < 0.05 and "STS -1.00" in rows.loc[q1, "difference by category"]
+    assert rows.loc[q1, "p (Wilcoxon)"] < 0.05 and rows.loc[q1, "difference, STS"] == pytest.approx(-1.0)
     assert rows.loc[q2, "verdict"] == "no significant difference"
     assert rows.loc[q3, "verdict"] == "the filter helps" and rows.loc[q3, "tasks"] == len(TASKS)
     assert rows.loc[q4, "verdict"] == f"not computed: repro evaluate --recipe {c4} --suite compact"

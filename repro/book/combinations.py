@@ -46,6 +46,7 @@ def pair_scores(recipe: str, suite: str = SUITE) -> pd.DataFrame:
     return recipe_scores(recipe, suite)[0]
 
 
+DELTA = "difference, "  # prefix of the per-category difference columns (combined minus base, x100)
 PROMPT_MODEL, PROMPT = 1, "prompteol"  # the input-format combination: Paper 1's model 1 trained with PromptEOL
 PROMPT_QUESTION = "PromptEOL vs no prompt as trained Paper 1 model 1's input format"
 
@@ -58,7 +59,7 @@ def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str,
             "difference": np.nan, "p (Wilcoxon)": np.nan}
     if len(both) == len(TASKS):
         by = (both["score_combined"] - both["score_base"]).groupby(both["category"]).mean()
-        row["difference by category"] = ", ".join(f"{c} {d:+.2f}" for c, d in by.items())
+        row |= {f"{DELTA}{category}": difference for category, difference in by.items()}
         test = wilcoxon_over_tasks(both["score_combined"], both["score_base"])
         row |= {"difference": test["mean_difference"], "p (Wilcoxon)": test["p"],
                 "verdict": {"significant: first better": helps, "significant: second better": hurts}.get(
@@ -124,7 +125,7 @@ def filter_summary(table: pd.DataFrame) -> str:
         return "Not every EmbedFilter pair is scored yet (the table names what computes the rest)."
 
     def listed(part):
-        return "; ".join(f"{r['question'].split(' on ')[1]}: {r['difference']:+.2f} ({_p(r['p (Wilcoxon)'])}, "
+        return "; on ".join(f"{r['question'].split(' on ')[1]}: {r['difference']:+.2f} ({_p(r['p (Wilcoxon)'])}, "
                          f"{r['verdict']})" for _, r in part.iterrows())
 
     helped = {v == "the filter helps" for v in trained.verdict}
@@ -136,8 +137,8 @@ def filter_summary(table: pd.DataFrame) -> str:
         outcome = ("the training-free gain does not survive training: the filter helps neither trained model"
                    if (untrained.verdict == "the filter helps").all() else
                    "the filter helps neither the trained models nor every untrained one")
-    return (f"Untrained, {listed(untrained)}. Trained, {listed(trained)}. At this scale (one training seed, "
-            f"{int(filtered.tasks.min())} tasks), {outcome}.")
+    return (f"EmbedFilter edge/2 minus the same embedding without it, mean over {int(filtered.tasks.min())} tasks: "
+            f"on {listed(untrained)}; on {listed(trained)}. At this scale (one training seed), {outcome}.")
 
 
 def main(argv=None):

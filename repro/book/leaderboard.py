@@ -198,6 +198,23 @@ def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
     return table
 
 
+SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification": "PairClass.",
+         "Retrieval": "Retr.", "training hours": "train h", "dimensions": "dims", "encode tok/s": "tok/s"}
+
+
+def compact_view(table: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`ranked` table narrow enough for the page's column: the next row's name dropped (the table is in
+    rank order), the neighbour test as one column ("above, p=0.016" / "tied, p=0.62"), short category headers."""
+    test = [("" if pd.isna(p) else f"{'tied' if v.startswith('not') else v.split()[-1]}, "
+             + ("p<0.001" if p < 0.001 else f"p={p:.3f}"))
+            for p, v in zip(table["p (Wilcoxon)"], table["vs next below"])]
+    view = table.drop(columns=["next below", "p (Wilcoxon)", "vs next below"]).assign(**{"vs next below": test})
+    for column in ("dimensions", "encode tok/s"):  # whole numbers
+        if column in view:
+            view[column] = view[column].round().astype("Int64")
+    return view.rename(columns=SHORT)
+
+
 def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     """Training wall-clock hours behind each trained method, from the stored run records: Paper 1's converged
     runs (steps and dev evaluations, mean over seeds), Paper 3's stages (stage 1 counted in both compression

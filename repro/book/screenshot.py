@@ -2,6 +2,7 @@
 after scripts ran (to check that MathJax typeset the math offline and that figures are there).
 
     python -m repro.book.screenshot book/_build/html/intro.html book/_build/html/p1_layer_correlation.html
+    python -m repro.book.screenshot --height 8000 book/_build/html/leaderboard.html   # a long page, whole
 """
 
 from __future__ import annotations
@@ -49,10 +50,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pages", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=Path("book/_build/screenshots"))
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=2400, help="window height in pixels (a long page: 8000)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for page in args.pages:
-        print(screenshot(page, args.out / f"{page.stem}.png"))
+        print(screenshot(page, args.out / f"{page.stem}.png", args.width, args.height))
 
 
 if __name__ == "__main__":

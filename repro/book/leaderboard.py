@@ -211,7 +211,7 @@ def compact_view(table: pd.DataFrame) -> pd.DataFrame:
     view = table.drop(columns=["next below", "p (Wilcoxon)", "vs next below"]).assign(**{"vs next below": test})
     for column in ("dimensions", "encode tok/s"):  # whole numbers
         if column in view:
-            view[column] = view[column].round().astype("Int64")
+            view[column] = pd.to_numeric(view[column], errors="coerce").round().astype("Int64")
     return view.rename(columns=SHORT)
 
 

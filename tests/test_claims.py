@@ -258,6 +258,9 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert rows["statistic"].str.match(r"p = 0\.\d{4}, 8 paired").all()
     counts = ledger.verdict_counts(pd.concat([rows, rows.assign(verdict="untestable")]))
     assert counts.loc[ledger.PAPERS[1]].to_dict() == {"supported": len(rows), "untestable": len(rows)}
+    short, legend = ledger.scale_legend(pd.concat([rows, rows.assign(scale="another scale")]))
+    assert short["scale"].tolist() == ["S1"] * len(rows) + ["S2"] * len(rows)
+    assert legend == [f"S1: {rows['scale'].iloc[0]}", "S2: another scale"] and rows["scale"].nunique() == 1
     assert "Qwen2.5-0.5B: +4.50" in ledger._quoted_gain("prompteol", "edge/2")
     assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
 

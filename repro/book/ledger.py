@@ -98,8 +98,9 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
         claims = [c for c in TABLE_CLAIMS if c[1] in have and c[2] in have]
         seeds = frame.groupby("model")["seed"].nunique()
         converged = seeded_claims(frame, claims)
+        per_model = ", ".join(f"model {int(m)}: {int(n)}" for m, n in seeds.items())
         scale = (f"{backbone}, converged runs (budget rule, cap 600 x 16, Paper 1 mix), seeds per model "
-                 f"{dict(seeds)}, 'compact' suite")
+                 f"({per_model}), 'compact' suite")
         parts.append(_from_claims(1, converged, scale, "p1_converged",
                                   test=WILCOXON + ", seed-averaged, held to the seed spread"))
     return pd.concat(parts, ignore_index=True)
@@ -207,3 +208,10 @@ def describe_scales(profile: str = "standard") -> str:
     suites = sorted({page_parameters(n, profile)["suite"] for n in ("p1_layerwise_mteb", "p1_tables",
                                                                     "p2_main_table", "p3_tables")})
     return "; ".join(f"'{s}': {describe_suite(s)}" for s in suites)
+
+
+def scale_legend(rows: pd.DataFrame, prefix: str = "S") -> tuple[pd.DataFrame, list[str]]:
+    """A paper's rows with each distinct scale replaced by a short id (``S1``, ``S2``... in order of first
+    appearance), and the legend lines (``"S1: <scale>"``): a scale shared by many rows is stated once."""
+    ids = {scale: f"{prefix}{i + 1}" for i, scale in enumerate(dict.fromkeys(rows["scale"]))}
+    return rows.assign(scale=rows["scale"].map(ids)), [f"{i}: {scale}" for scale, i in ids.items()]

@@ -29,6 +29,11 @@ TABLE_CLAIMS = (
 )
 
 
+# every pair of designs a statement or Tables 3-4 compare, once each (the paired tests inside each task)
+COMPARED_PAIRS = list(dict.fromkeys([(claim[1], claim[2]) for claim in TABLE_CLAIMS] + POOLING_PAIRS
+                                    + ATTENTION_PAIRS))
+
+
 def table_claims(wide: pd.DataFrame) -> pd.DataFrame:
     """Every statement of :data:`TABLE_CLAIMS` with its test and verdict, on one backbone's per-task scores."""
     return claims_table(wide, TABLE_CLAIMS)

@@ -547,3 +547,34 @@ def test_the_declared_search_adds_its_second_phase_at_the_dev_best_learning_rate
         search.search_configs("both", base)
     with pytest.raises(ValueError, match="budget rule"):
         search.search_configs("autoregembed", AlignConfig())
+
+
+def test_the_filter_on_autoregembeds_encoder_scores_both_sides_from_one_run_without_re_encoding(tiny_dir,
+                                                                                               monkeypatch):
+    from repro.book import combinations
+    from repro.core.scoring import stored_per_task
+
+    calls = []
+    original = ar_model.embed_texts
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ar_model, "embed_texts", spy)
+    config = _align(tiny_dir, _compress(tiny_dir), steps=2, checkpoint_every=5)
+    ensure_trained(ar_train.run_spec(config, progress=False))
+    tasks = ["STSBenchmark", "SciFact"]
+    frame = combinations.evaluate_autoreg_filter(suite="smoke", config=config, tasks=tasks, progress=False)
+    assert len(frame) >= 4 and frame["main_score"].notna().all()
+    encoded = len(calls)
+    sides = [stored_per_task(ar_scores.SCORES_EXPERIMENT, combinations.autoreg_identity(config, v), "smoke", tasks)
+             for v in (None, "edge/2")]
+    assert all(len(side) == len(tasks) for side in sides)
+    assert {r["weights_sha256"] for side in sides for r in side.values()} == {sides[0]["SciFact"]["weights_sha256"]}
+    assert sides[0]["STSBenchmark"]["pair_similarities"] != sides[1]["STSBenchmark"]["pair_similarities"]
+    combinations.evaluate_autoreg_filter(suite="smoke", config=config, tasks=tasks, progress=False)
+    assert len(calls) == encoded  # stored: nothing encoded again
+    other = combinations.evaluate_autoreg_filter(suite="smoke", variant="edge/4", config=config, tasks=tasks,
+                                                 progress=False)
+    assert len(calls) == encoded and other["main_score"].notna().all()  # a new filter reads the cached embeddings

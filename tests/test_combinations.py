@@ -21,7 +21,7 @@ def _frame(offset=0.0, tasks=None, seed=None, noise=0.0):
 @pytest.fixture
 def stored(monkeypatch):
     """pair_scores and converged_scores read these frames instead of the result store."""
-    frames = {"pairs": {}, "runs": {"none": [], "prompteol": []}}
+    frames = {"pairs": {}, "runs": {"none": [], "prompteol": []}, "autoreg": (_frame().iloc[:0].assign(weights=None),) * 2}
 
     def pair_scores(recipe, suite):
         return frames["pairs"].get(recipe, _frame().iloc[:0])
@@ -32,6 +32,7 @@ def stored(monkeypatch):
                 pd.DataFrame(columns=["model", "seed", "task", "category", "score"])), {}
 
     monkeypatch.setattr(combinations, "pair_scores", pair_scores)
+    monkeypatch.setattr(combinations, "autoreg_pair", lambda backbone, suite: frames["autoreg"])
     monkeypatch.setattr(combinations, "converged_scores", converged_scores)
     return frames
 
@@ -61,10 +62,11 @@ def test_the_summary_says_whether_the_training_free_gain_survives_training(store
     text = combinations.filter_summary(combinations.combination_table())
     assert "does not survive training" in text and "+3.00 (p < 0.001, the filter helps)" in text
     stored["pairs"] |= {c1: _frame(1.0)}
-    assert "survives training on one trained model only" in combinations.filter_summary(
+    assert "survives training on 1 of the 2 trained models only" in combinations.filter_summary(
         combinations.combination_table())
     stored["pairs"] |= {c2: _frame(1.0)}
-    assert "survives training on both" in combinations.filter_summary(combinations.combination_table())
+    assert "survives training on all 2 trained models" in combinations.filter_summary(
+        combinations.combination_table())
 
 
 def test_the_input_format_pair_uses_shared_seeds_and_respects_model_1s_seed_spread(stored):
@@ -87,3 +89,32 @@ def test_the_prompt_parameter_leaves_the_plain_runs_keys_unchanged():
     assert converged_config("smollm2-135m", 1, 0, prompt="none").identity() == \
         converged_config("smollm2-135m", 1, 0).identity()
     assert converged_config("smollm2-135m", 1, 0, prompt="prompteol").identity()["prompt"] == "prompteol"
+
+
+def test_autoregembeds_pair_needs_every_task_from_one_set_of_weights(stored):
+    row = combinations.autoreg_row()
+    assert row["kind"] == "trained (Paper 3)" and "--autoregembed" in row["verdict"] and row["tasks"] == 0
+    stored["autoreg"] = (_frame().assign(weights="w1"), _frame(3.0).assign(weights="w1"))
+    row = combinations.autoreg_row()
+    assert row["verdict"] == "the filter helps" and row["difference"] == pytest.approx(3.0)
+    stored["autoreg"] = (_frame().assign(weights="w1"), _frame(3.0).assign(weights="w2"))
+    row = combinations.autoreg_row()
+    assert "different weights" in row["verdict"] and np.isnan(row["difference"])
+
+
+def test_the_summary_names_a_trained_pair_not_scored_yet_and_counts_it_once_scored(stored):
+    (_, b1, c1), (_, b2, c2), (_, b3, c3), (_, b4, c4) = combinations.PAIRS
+    stored["pairs"] |= {b1: _frame(), c1: _frame(0.0), b2: _frame(), c2: _frame(-1.0),
+                        b3: _frame(), c3: _frame(2.0), b4: _frame(), c4: _frame(3.0)}
+    text = combinations.filter_summary(combinations.combination_table())
+    assert "none of the 2 trained models" in text and "Not scored yet: trained AutoRegEmbed's encoder" in text
+    stored["autoreg"] = (_frame().assign(weights="w"), _frame(2.0).assign(weights="w"))
+    text = combinations.filter_summary(combinations.combination_table())
+    assert "on 1 of the 3 trained models only" in text and "Not scored yet" not in text
+
+
+def test_scoring_autoregembeds_pair_trains_nothing_and_refuses_whitening():
+    with pytest.raises(FileNotFoundError, match="stage-2 run .* is not on this machine.*--stage align"):
+        combinations.evaluate_autoreg_filter()
+    with pytest.raises(ValueError, match="whitening"):
+        combinations.evaluate_autoreg_filter(variant="whiten/2")

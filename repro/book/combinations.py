@@ -3,6 +3,10 @@
 * "Does EmbedFilter's training-free gain survive training?": EmbedFilter edge/2 applied to Paper 1's trained
   models 1 and 5 (the shipped weights of one seed, :mod:`repro.book.shipped`), against the same weights without
   the filter; next to it, the same filter on the untrained PromptEOL and Echo states (Paper 2's own setting).
+* "Does it survive AutoRegEmbed's training?": the same filter on Paper 3's trained encoder (the Tables 1-2
+  configuration's stage-2 run; the basis is the SVD of that encoder's own, fine-tuned ``lm_head.weight``), against
+  the same encoder's embeddings, both on all 19 tasks from one set of weights (the run is not kept between sessions,
+  so both sides are computed in the session that trains it: ``python -m repro.book.combinations --autoregembed``).
 * "PromptEOL or no prompt as model 1's input format?": Paper 1's model 1 trained and scored with PromptEOL's
   template (``repro train --converged --model 1 --prompt prompteol``) against the same design trained without a
   prompt, on the seeds both have (a verdict about the training recipe, so held to model 1's seed spread).
@@ -14,19 +18,32 @@ its filtered variant never re-encodes); the untrained pairs read the EmbedFilter
 tasks (two-sided, p < 0.05): a verdict about these weights (one training seed), not about the training recipe.
 
     python -m repro.book.combinations            # computes the missing scores (about 20 min per trained model)
+    python -m repro.book.combinations --autoregembed   # also AutoRegEmbed's pair, from its local stage-2 run
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pandas as pd
 
+from repro.autoregembed.experiments.configs import page_configs
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
+from repro.autoregembed.experiments.scores import autoreg_embedder_from
+from repro.autoregembed.train import run_spec
+from repro.book.pages import page_parameters
 from repro.book.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
+from repro.core.embedder import CachedEmbedder, MappedEmbedder
+from repro.core.encode import EncodeConfig
+from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS
+from repro.embedfilter.filters import parse_variant
+from repro.embedfilter.sweep import filters_for
 from repro.pooling_attention.converged import SEEDS, converged_scores, seed_spread
+from repro.store.identity import config_identity
 
 SUITE = "compact"
 # (question, base recipe, combined recipe); the first two are the combinations, the last two their reference
@@ -75,7 +92,8 @@ def prompt_row(backbone: str = "smollm2-135m", suite: str = SUITE, seeds=SEEDS) 
     shared = sorted(set(plain.seed) & set(prompted.seed)) if len(plain) and len(prompted) else []
     label = f"{backbone}/p1-model{PROMPT_MODEL} trained, seed{'s' if len(shared) > 1 else ''} " + (
         ", ".join(map(str, shared)) or "none stored")
-    row = {"question": PROMPT_QUESTION, "base": f"{label}, no prompt", "combined": f"{label}, {PROMPT}"}
+    row = {"question": PROMPT_QUESTION, "kind": "input format", "base": f"{label}, no prompt",
+           "combined": f"{label}, {PROMPT}"}
     if not shared:
         seed = next(iter(sorted(set(plain.seed))), 1)
         return _compared(row, plain.iloc[:0], prompted.iloc[:0], "", "") | {
@@ -95,20 +113,105 @@ def prompt_row(backbone: str = "smollm2-135m", suite: str = SUITE, seeds=SEEDS) 
     return row
 
 
+AUTOREG_QUESTION = "EmbedFilter edge/2 on trained AutoRegEmbed's encoder (Paper 3)"
+AUTOREG_FILTER = "edge/2"
+EVAL_MAX_LENGTH = 512
+
+
+def autoreg_config(backbone: str = "smollm2-135m"):
+    """The stage-2 configuration of the book's Paper 3 Tables 1-2 page (the leaderboard's AutoRegEmbed row)."""
+    params = page_parameters("p3_tables", "standard") | {"backbone": backbone, "recompute": False}
+    return page_configs(**params)[1]
+
+
+def autoreg_identity(config, variant: str | None = None) -> dict:
+    """The stored scores' key of AutoRegEmbed's encoder (the Paper 3 pages' key), and of its filtered variant."""
+    identity = {"stage": "align", "config": config_identity(config), "eval_max_length": EVAL_MAX_LENGTH}
+    return identity if variant is None else identity | {"filter": variant}
+
+
+def autoreg_pair(backbone: str = "smollm2-135m", suite: str = SUITE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """AutoRegEmbed's stored per-task scores without and with the filter (task, category, score x100, weights:
+    the digest of the weights each was computed from; read only)."""
+    config = autoreg_config(backbone)
+    frames = []
+    for variant in (None, AUTOREG_FILTER):
+        found = stored_per_task(AUTOREG_SCORES, autoreg_identity(config, variant), suite, list(TASKS))
+        frames.append(pd.DataFrame(
+            [{"task": t, "category": TASKS[t].category, "weights": r.get("weights_sha256"),
+              "score": 100 * float(np.mean([row["main_score"] for row in r["rows"]]))} for t, r in found.items()],
+            columns=["task", "category", "weights", "score"]))
+    return frames[0], frames[1]
+
+
+def autoreg_row(backbone: str = "smollm2-135m", suite: str = SUITE) -> dict:
+    """The AutoRegEmbed pair's row: both sides on every task and from one set of weights, or what computes it."""
+    base, filtered = autoreg_pair(backbone, suite)
+    row = _compared({"question": AUTOREG_QUESTION, "kind": "trained (Paper 3)", "base": f"{backbone} AutoRegEmbed (Paper 3 Tables 1-2 run)",
+                     "combined": f"{backbone} AutoRegEmbed+{AUTOREG_FILTER}"},
+                    base.drop(columns="weights"), filtered.drop(columns="weights"),
+                    "the filter helps", "the filter hurts")
+    weights = set(base["weights"]) | set(filtered["weights"])
+    if row["tasks"] < len(TASKS) or len(weights) > 1:
+        why = "missing tasks" if row["tasks"] < len(TASKS) else "the two sides come from different weights"
+        row |= {"difference": np.nan, "p (Wilcoxon)": np.nan,
+                "verdict": f"not computed ({why}): python -m repro.book.combinations --autoregembed --suite {suite} "
+                           "(in the session that trains the Paper 3 run)"}
+    return row
+
+
+def evaluate_autoreg_filter(backbone: str = "smollm2-135m", suite: str = SUITE, variant: str = AUTOREG_FILTER,
+                            progress: bool = True, config=None, tasks=None) -> pd.DataFrame:
+    """Scores AutoRegEmbed's encoder with and without the filter on every task (or ``tasks``), from the stage-2
+    run of ``config`` (default: the Tables 1-2 page's) on this machine (trains nothing: a missing run is an error
+    naming the command that trains it). The unfiltered side is cached on disk, so the filtered one never
+    re-encodes; a stored unfiltered task from other weights is recomputed from these."""
+    if parse_variant(variant)[0] == "whiten":
+        raise ValueError(f"{variant}: whitening is fitted on untrained states; use a linear filter (edge/2, ...)")
+    config = autoreg_config(backbone) if config is None else config
+    tasks = list(TASKS) if tasks is None else list(tasks)
+    spec = run_spec(config, progress)
+    if not (spec.folder / "final" / spec.weights_file).is_file():
+        raise FileNotFoundError(f"AutoRegEmbed's stage-2 run {spec.folder.name} is not on this machine; train and "
+                                f"score it first: python -m repro.autoregembed.experiments.cli --stage align "
+                                f"--suite {suite}")
+    state = {}
+
+    def base():
+        if "base" not in state:
+            inner = autoreg_embedder_from(spec.folder / "final", EVAL_MAX_LENGTH)
+            state["base"] = CachedEmbedder(inner, json.dumps([config_identity(config), EVAL_MAX_LENGTH,
+                                                              inner.digest]))
+        return state["base"], state["base"].digest
+
+    def filtered():
+        embedder, digest = base()
+        encode = EncodeConfig(prompt="none-noeos", poolings=("mean",), max_length=EVAL_MAX_LENGTH)
+        transform = filters_for(embedder.model.backbone, encode, [variant])[variant]
+        return MappedEmbedder(embedder, transform, variant), digest
+
+    frames = [evaluate_per_task(AUTOREG_SCORES, autoreg_identity(config), suite, tasks, base, progress,
+                                label="AutoRegEmbed", recompute_stale=True),
+              evaluate_per_task(AUTOREG_SCORES, autoreg_identity(config, variant), suite, tasks, filtered,
+                                progress, label=f"AutoRegEmbed+{variant}", recompute_stale=True)]
+    return pd.concat(frames, ignore_index=True)
+
+
 def combination_table(suite: str = SUITE, backbone: str = "smollm2-135m") -> pd.DataFrame:
     """One row per pair: tasks scored by both, the two means (x100), the mean difference, the Wilcoxon test over
     tasks and its verdict; pairs with a missing side say which command computes it (read only)."""
     rows = []
     for question, base, combined in PAIRS:
         a, b = pair_scores(base, suite), pair_scores(combined, suite)
-        row = _compared({"question": question, "base": base, "combined": combined}, a, b,
+        kind = "trained (Paper 1)" if parse_recipe(base)[1] in TRAINED_RECIPES else "untrained"
+        row = _compared({"question": question, "kind": kind, "base": base, "combined": combined}, a, b,
                         "the filter helps", "the filter hurts")
         if row["tasks"] < len(TASKS):
             missing = [r for r, f in ((base, a), (combined, b)) if len(f) < len(TASKS)]
             row["verdict"] = "not computed: " + "; ".join(f"repro evaluate --recipe {r} --suite {suite}"
                                                           for r in missing)
         rows.append(row)
-    rows.append(prompt_row(backbone, suite))
+    rows += [autoreg_row(backbone, suite), prompt_row(backbone, suite)]
     return pd.DataFrame(rows)
 
 
@@ -117,38 +220,50 @@ def _p(p: float) -> str:
 
 
 def filter_summary(table: pd.DataFrame) -> str:
-    """One sentence: does the filter's training-free gain survive training (from :func:`combination_table`)."""
-    filtered = table[table.question.str.startswith("EmbedFilter")]
-    trained = filtered[filtered.base.str.contains("/p1-model")]
-    untrained = filtered[~filtered.base.str.contains("/p1-model")]
-    if len(filtered) == 0 or filtered["difference"].isna().any():
+    """One sentence: does the filter's training-free gain survive training (from :func:`combination_table`);
+    a trained pair not scored yet is named, not counted."""
+    filtered = table[table.kind != "input format"]
+    untrained, trained = filtered[filtered.kind == "untrained"], filtered[filtered.kind != "untrained"]
+    scored = trained.dropna(subset=["difference"])
+    if untrained["difference"].isna().any() or scored.empty:
         return "Not every EmbedFilter pair is scored yet (the table names what computes the rest)."
 
     def listed(part):
         return "; on ".join(f"{r['question'].split(' on ')[1]}: {r['difference']:+.2f} ({_p(r['p (Wilcoxon)'])}, "
-                         f"{r['verdict']})" for _, r in part.iterrows())
+                            f"{r['verdict']})" for _, r in part.iterrows())
 
-    helped = {v == "the filter helps" for v in trained.verdict}
-    if helped == {True}:
-        outcome = "the training-free gain survives training on both trained models"
-    elif True in helped:
-        outcome = "the training-free gain survives training on one trained model only"
+    helped = int((scored.verdict == "the filter helps").sum())
+    models = f"{len(scored)} trained model{'s' if len(scored) > 1 else ''}"
+    if helped == len(scored):
+        outcome = f"the training-free gain survives training on {'all ' if len(scored) > 1 else ''}{models}"
+    elif helped:
+        outcome = f"the training-free gain survives training on {helped} of the {models} only"
     else:
-        outcome = ("the training-free gain does not survive training: the filter helps neither trained model"
+        outcome = (f"the training-free gain does not survive training: the filter helps none of the {models}"
                    if (untrained.verdict == "the filter helps").all() else
                    "the filter helps neither the trained models nor every untrained one")
-    return (f"EmbedFilter edge/2 minus the same embedding without it, mean over {int(filtered.tasks.min())} tasks: "
-            f"on {listed(untrained)}; on {listed(trained)}. At this scale (one training seed), {outcome}.")
+    pending = trained[trained["difference"].isna()]
+    later = (f" Not scored yet: {', '.join(q.split(' on ')[1] for q in pending.question)}." if len(pending) else "")
+    return (f"EmbedFilter edge/2 minus the same embedding without it, mean over {int(scored.tasks.min())} tasks: "
+            f"on {listed(untrained)}; on {listed(scored)}. At this scale (one training seed), {outcome}.{later}")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--suite", default=SUITE)
+    parser.add_argument("--autoregembed", action="store_true",
+                        help="also score AutoRegEmbed's encoder with and without the filter (its stage-2 run must "
+                             "be on this machine)")
     args = parser.parse_args(argv)
     for _, base, combined in PAIRS:
         for recipe in (base, combined):
             if len(pair_scores(recipe, args.suite)) < len(TASKS):
                 evaluate_recipe(recipe, args.suite)
+    if args.autoregembed:
+        try:
+            evaluate_autoreg_filter(suite=args.suite)
+        except FileNotFoundError as error:
+            raise SystemExit(f"repro.book.combinations: {error}") from None
     print(combination_table(args.suite).round(3).to_string())
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Paper 1 models under the declared budget rule (repro.training.budget): train (dev-stopped, dev-selected), score
-# the selected checkpoint on the compact suite and the log-spaced budget checkpoints on the small suite.
+# the selected checkpoint on the compact suite (plain inputs, and with Tang & Yang's E5-style task instructions, as
+# the official evaluation feeds them) and the log-spaced budget checkpoints on the small suite.
 # One run = one model x one seed; resumable within a session (run folders are not committed).
 #   scripts/p1_converged.sh 1:0 5:0 4:0            # smollm2-135m, model:seed pairs
 #   BACKBONE=gemma3-270m TASKS="..." scripts/p1_converged.sh 1:0
@@ -10,5 +11,5 @@ backbone=${BACKBONE:-smollm2-135m}
 for pair in "$@"; do
   model=${pair%%:*}; seed=${pair##*:}
   .venv/bin/python -m repro.pooling_attention.trained --converged --backbone "$backbone" --model "$model" \
-    --seed "$seed" --suite compact --budget-points ${TASKS:+--tasks $TASKS}
+    --seed "$seed" --suite compact --budget-points --instructions ${TASKS:+--tasks $TASKS}
 done

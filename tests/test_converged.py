@@ -78,3 +78,24 @@ def test_the_converged_command_takes_the_input_format_and_keeps_the_default_runs
     # the plain run is the one trained earlier (same key), the prompted one is another run
     assert plain.identity() == trained.converged_config("smollm2-135m", 1, 1).identity()
     assert prompted.identity() != plain.identity()
+
+
+def test_the_instruction_variant_is_compared_with_plain_inputs_per_run(monkeypatch):
+    from repro.pooling_attention import converged
+    from repro.pooling_attention.instructions import TANG_YANG
+    from repro.training.evaluation import instructions_key
+
+    plain = _frame({1: 0.0, 4: 0.0}, seeds=(1,))
+    instructed = _frame({4: 2.0}, seeds=(1,))
+    asked = []
+
+    def scores(backbone, models, seeds, suite, instructions=None):
+        asked.append(instructions)
+        return (plain if instructions is None else instructed), {}
+
+    monkeypatch.setattr(converged, "converged_scores", scores)
+    table = converged.instruction_comparison("smollm2-135m", [1, 4])
+    assert asked == [None, instructions_key(TANG_YANG)] and instructions_key(TANG_YANG).startswith("tang-yang-")
+    (row,) = table.to_dict("records")  # model 1 has no instructed scores: no row
+    assert (row["model"], row["seed"], row["tasks"]) == (4, 1, 12)
+    assert abs(row["difference"] - 2.0) < 0.1 and row["verdict"] == "instructions help"

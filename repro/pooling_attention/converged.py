@@ -25,10 +25,11 @@ from repro.core.paired import paired_test
 from repro.core.scoring import stored_per_task
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS
+from repro.pooling_attention.instructions import TANG_YANG
 from repro.pooling_attention.trained import converged_config
 from repro.store.results import load_result
 from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig
-from repro.training.evaluation import SCORES_EXPERIMENT
+from repro.training.evaluation import SCORES_EXPERIMENT, instructions_key
 
 SEEDS = (0, 1, 2)
 EVAL_MAX_LENGTH = 512
@@ -66,6 +67,29 @@ def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEE
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["model", "seed", "task", "category", "score"])
     return frame, records
+
+
+def instruction_comparison(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS,
+                           suite: str = "compact") -> pd.DataFrame:
+    """Per (model, seed) scored both ways on every task: the mean with plain inputs (as trained) and with Tang &
+    Yang's E5-style task instructions before the query-side texts (the official evaluation's inputs), their
+    difference (instructed minus plain, x100) and the Wilcoxon test over tasks."""
+    plain, _ = converged_scores(backbone, models, seeds, suite)
+    instructed, _ = converged_scores(backbone, models, seeds, suite, instructions=instructions_key(TANG_YANG))
+    columns = ["model", "seed", "tasks", "plain", "instructed", "difference", "p (Wilcoxon)", "verdict"]
+    rows = []
+    for (model, seed), part in instructed.groupby(["model", "seed"]):
+        base = plain[(plain.model == model) & (plain.seed == seed)]
+        both = base.merge(part, on=["task", "category"], suffixes=(" plain", " instructed"))
+        if both.empty:
+            continue
+        test = wilcoxon_over_tasks(both["score instructed"], both["score plain"])
+        verdict = {"significant: first better": "instructions help",
+                   "significant: second better": "instructions hurt"}.get(test["verdict"], test["verdict"])
+        rows.append({"model": model, "seed": seed, "tasks": len(both), "plain": both["score plain"].mean(),
+                     "instructed": both["score instructed"].mean(), "difference": test["mean_difference"],
+                     "p (Wilcoxon)": test["p"], "verdict": verdict})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def earlier_scores(backbone: str, models: Sequence, suite: str = "compact", tasks: Sequence[str] | None = None,

@@ -34,3 +34,5 @@ INSTRUCTIONS: dict[str, str] = {
     "SciFact": "Given a scientific claim, retrieve documents that support or refute the claim.",
     "NFCorpusPreprocessed": "Given a question, retrieve relevant documents that best answer the question.",
 }
+
+TANG_YANG = ("tang-yang", INSTRUCTIONS)  # the named variant the converged runs are scored with (repro train --instructions)

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from repro.pooling_attention.instructions import INSTRUCTIONS
+from repro.pooling_attention.instructions import TANG_YANG
 from repro.store.lanes import in_lane_order
 from repro.training.budget import under_budget_rule
 from repro.training.cli import add_config_arguments
@@ -71,7 +71,7 @@ def main(argv=None):
     df = evaluate_trained(config, suite, tasks, recompute_stale=stale)
     print(df.groupby("task")["main_score"].mean().to_string())
     if instructed:
-        df = evaluate_trained(config, suite, tasks, instructions=("tang-yang", INSTRUCTIONS))
+        df = evaluate_trained(config, suite, tasks, instructions=TANG_YANG)
         print(df.groupby("task")["main_score"].mean().to_string())
     if points:
         curve = evaluate_budget_points(config)

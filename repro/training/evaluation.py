@@ -30,6 +30,11 @@ def trained_embedder(config: TrainConfig, max_length: int | None = None, progres
     return TrainedEmbedder(model, config, max_length, digest=weights_digest(model))
 
 
+def instructions_key(instructions: tuple[str, dict[str, str]]) -> str:
+    """The result key of an instruction variant: its name and a hash of its {task: instruction} table."""
+    return f"{instructions[0]}-{params_hash(instructions[1])}"
+
+
 def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
                      progress: bool = True, recompute: bool = False, recompute_stale: bool = False,
                      instructions: tuple[str, dict[str, str]] | None = None) -> pd.DataFrame:
@@ -45,7 +50,7 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
 
     identity = {"train": config.identity(), "eval_max_length": eval_max_length}
     if instructions is not None:
-        identity["instructions"] = f"{instructions[0]}-{params_hash(instructions[1])}"
+        identity["instructions"] = instructions_key(instructions)
     frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_embedder, progress, recompute,
                               label=f"model {config.model}", recompute_stale=recompute_stale,
                               instructions=None if instructions is None else instructions[1])

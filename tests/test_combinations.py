@@ -55,10 +55,15 @@ def test_each_filter_pair_gets_its_wilcoxon_verdict_and_a_missing_side_names_its
     assert "Not every EmbedFilter pair" in combinations.filter_summary(rows.reset_index())
 
 
+def _filter_gains(stored, gains):
+    """Every filter pair stored with the filtered side ``gain`` points above the base; the trained pairs' ids."""
+    for (_, base, combined), gain in zip(combinations.PAIRS, gains):
+        stored["pairs"] |= {base: _frame(), combined: _frame(gain)}
+    return combinations.PAIRS[0][2], combinations.PAIRS[1][2]
+
+
 def test_the_summary_says_whether_the_training_free_gain_survives_training(stored):
-    (_, b1, c1), (_, b2, c2), (_, b3, c3), (_, b4, c4) = combinations.PAIRS
-    stored["pairs"] |= {b1: _frame(), c1: _frame(0.0), b2: _frame(), c2: _frame(-1.0),
-                        b3: _frame(), c3: _frame(2.0), b4: _frame(), c4: _frame(3.0)}
+    c1, c2 = _filter_gains(stored, (0.0, -1.0, 2.0, 3.0))
     text = combinations.filter_summary(combinations.combination_table())
     assert "does not survive training" in text and "+3.00 (p < 0.001, the filter helps)" in text
     stored["pairs"] |= {c1: _frame(1.0)}
@@ -103,9 +108,7 @@ def test_autoregembeds_pair_needs_every_task_from_one_set_of_weights(stored):
 
 
 def test_the_summary_names_a_trained_pair_not_scored_yet_and_counts_it_once_scored(stored):
-    (_, b1, c1), (_, b2, c2), (_, b3, c3), (_, b4, c4) = combinations.PAIRS
-    stored["pairs"] |= {b1: _frame(), c1: _frame(0.0), b2: _frame(), c2: _frame(-1.0),
-                        b3: _frame(), c3: _frame(2.0), b4: _frame(), c4: _frame(3.0)}
+    c1, c2 = _filter_gains(stored, (0.0, -1.0, 2.0, 3.0))
     text = combinations.filter_summary(combinations.combination_table())
     assert "none of the 2 trained models" in text and "Not scored yet: trained AutoRegEmbed's encoder" in text
     stored["autoreg"] = (_frame().assign(weights="w"), _frame(2.0).assign(weights="w"))

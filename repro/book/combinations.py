@@ -29,11 +29,10 @@ import json
 import numpy as np
 import pandas as pd
 
-from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import autoreg_embedder_from
 from repro.autoregembed.train import run_spec
-from repro.book.pages import page_parameters
+from repro.book.leaderboard import paper3_configs, records_frame
 from repro.book.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
 from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
@@ -120,8 +119,7 @@ EVAL_MAX_LENGTH = 512
 
 def autoreg_config(backbone: str = "smollm2-135m"):
     """The stage-2 configuration of the book's Paper 3 Tables 1-2 page (the leaderboard's AutoRegEmbed row)."""
-    params = page_parameters("p3_tables", "standard") | {"backbone": backbone, "recompute": False}
-    return page_configs(**params)[1]
+    return paper3_configs(backbone)[1]
 
 
 def autoreg_identity(config, variant: str | None = None) -> dict:
@@ -137,10 +135,8 @@ def autoreg_pair(backbone: str = "smollm2-135m", suite: str = SUITE) -> tuple[pd
     frames = []
     for variant in (None, AUTOREG_FILTER):
         found = stored_per_task(AUTOREG_SCORES, autoreg_identity(config, variant), suite, list(TASKS))
-        frames.append(pd.DataFrame(
-            [{"task": t, "category": TASKS[t].category, "weights": r.get("weights_sha256"),
-              "score": 100 * float(np.mean([row["main_score"] for row in r["rows"]]))} for t, r in found.items()],
-            columns=["task", "category", "weights", "score"]))
+        frame = records_frame(AUTOREG_QUESTION, found)[["task", "category", "score"]]
+        frames.append(frame.assign(weights=[found[t].get("weights_sha256") for t in frame["task"]]))
     return frames[0], frames[1]
 
 

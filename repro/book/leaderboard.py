@@ -101,9 +101,14 @@ def _paper1(backbone: str) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
+def paper3_configs(backbone: str = "smollm2-135m"):
+    """The stage-1 and stage-2 configurations of the book's Paper 3 Tables 1-2 page, on ``backbone``."""
     params = page_parameters("p3_tables", "standard") | {"backbone": backbone}
-    compress, align = page_configs(**(params | {"recompute": False}))
+    return page_configs(**(params | {"recompute": False}))
+
+
+def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
+    compress, align = paper3_configs(backbone)
     tasks = list(TASKS)
     out = {}
     for label, stage, config in (("compression only (Paper 3)", "compress", compress),
@@ -224,8 +229,7 @@ def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     for model, part in (runs.groupby("model") if len(runs) else []):
         label = _paper1_label(model, part["seed"].nunique())
         hours[label] = float(part["wall hours (run: steps + dev evaluations)"].mean())
-    params = page_parameters("p3_tables", "standard") | {"backbone": backbone}
-    compress, align = page_configs(**(params | {"recompute": False}))
+    compress, align = paper3_configs(backbone)
     stage1 = load_result(AUTOREG_RUNS, ar_run_params(compress))
     stage2 = load_result(AUTOREG_RUNS, ar_run_params(align))
     if stage1 is not None:

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from repro.pooling_attention.converged import seed_spread, seeded_claims
+from repro.core.seeds import seed_spread, seeded_claims
 
 
 def _frame(offsets: dict, seeds=(0, 1, 2), noise=None, tasks=12):
@@ -40,7 +40,7 @@ def _budget_table(differences, verdicts):
 
 
 def test_the_budget_verdict_says_where_a_ranking_is_significant_and_whether_it_reverses():
-    from repro.pooling_attention.converged import budget_verdict
+    from repro.training.budget_curves import budget_verdict
 
     steady = budget_verdict(_budget_table([-0.5, 1.2, 3.0], ["not significant", "significant: 1 better",
                                                               "significant: 1 better"]))

@@ -30,18 +30,19 @@ import numpy as np
 import pandas as pd
 
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
-from repro.autoregembed.experiments.scores import autoreg_embedder_from
+from repro.autoregembed.experiments.scores import autoreg_embedder_from, score_identity
 from repro.autoregembed.train import run_spec
 from repro.book.leaderboard import paper3_configs, records_frame
 from repro.book.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
 from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
 from repro.core.scoring import evaluate_per_task, stored_per_task
+from repro.core.seeds import seed_spread
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
-from repro.pooling_attention.converged import SEEDS, converged_scores, seed_spread
+from repro.pooling_attention.converged import SEEDS, converged_scores
 from repro.store.identity import config_identity
 
 SUITE = "compact"
@@ -124,7 +125,7 @@ def autoreg_config(backbone: str = "smollm2-135m"):
 
 def autoreg_identity(config, variant: str | None = None) -> dict:
     """The stored scores' key of AutoRegEmbed's encoder (the Paper 3 pages' key), and of its filtered variant."""
-    identity = {"stage": "align", "config": config_identity(config), "eval_max_length": EVAL_MAX_LENGTH}
+    identity = score_identity(config, EVAL_MAX_LENGTH)
     return identity if variant is None else identity | {"filter": variant}
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
+from repro.autoregembed.experiments.scores import score_identity
 from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
 from repro.autoregembed.train import run_params as ar_run_params
 from repro.book.pages import page_parameters
@@ -34,7 +35,6 @@ from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS, data_fingerprint
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, run_table
-from repro.store.identity import config_identity
 from repro.store.results import all_results, load_result
 from repro.training.contrastive import RUNS_EXPERIMENT as TRAINED_RUNS
 from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
@@ -111,10 +111,8 @@ def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
     compress, align = paper3_configs(backbone)
     tasks = list(TASKS)
     out = {}
-    for label, stage, config in (("compression only (Paper 3)", "compress", compress),
-                                 ("AutoRegEmbed (Paper 3)", "align", align)):
-        identity = {"stage": stage, "config": config_identity(config), "eval_max_length": 512}
-        out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, identity, SUITE, tasks))
+    for label, config in (("compression only (Paper 3)", compress), ("AutoRegEmbed (Paper 3)", align)):
+        out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks))
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
         identity = {"train": config.identity(), "eval_max_length": 512}

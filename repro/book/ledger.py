@@ -20,6 +20,7 @@ from repro.autoregembed.experiments.data_efficiency import data_efficiency_refer
 from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
 from repro.core.comparison import per_task_scores
+from repro.core.seeds import seeded_claims
 from repro.core.tasks import describe_suite
 from repro.embedfilter.claims import best_variant_tests, tests_against_raw
 from repro.embedfilter.filters import sweep_variants
@@ -28,7 +29,7 @@ from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
 from repro.embedfilter.sweep import parse_run, sweep_scores
 from repro.pooling_attention.claims import TABLE_CLAIMS, best_vs_last_layer
 from repro.pooling_attention.claims import table_claims as p1_claims
-from repro.pooling_attention.converged import converged_scores, seeded_claims
+from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.layerwise import layerwise
 from repro.pooling_attention.trained import evaluate_models
 

@@ -8,10 +8,12 @@ task (STS keeps per-pair similarities).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pandas as pd
 
+from repro.core.embedder import Embedder
 from repro.core.scoring import evaluate_per_task
 from repro.store.fingerprint import params_hash, weights_digest
 from repro.store.results import all_results
@@ -57,31 +59,45 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
     return frame.assign(model=config.model, instructions="none" if instructions is None else instructions[0])
 
 
-def evaluate_budget_points(config: TrainConfig, suite: str = "small", tasks: Sequence[str] | None = None,
-                           eval_max_length: int = 512, progress: bool = True) -> pd.DataFrame:
-    """Scores at log-spaced training budgets of a run under the budget rule (:func:`repro.training.budget.
-    budget_points`: the doubling grid of evaluated steps and the dev-selected step; the weights snapshot of each,
-    one constant-learning-rate run), stored per task under the run's identity + ``budget_step``; column
-    ``budget_step``. The snapshots live in the run folder (not committed): score a run's budget points in the
-    session that trains it."""
-    if config.stopping != "dev":
-        raise ValueError("budget points need a run under the budget rule (stopping='dev')")
-    folder, _ = ensure_trained(run_spec(config, progress))
-    summary = json.loads((folder / "summary.json").read_text())
+def score_budget_points(folder: Path, experiment: str, identity: dict, suite: str, tasks: Sequence[str] | None,
+                        embedder_at: Callable[[int], tuple[Embedder, str]], progress: bool = True,
+                        label: str = "") -> pd.DataFrame:
+    """Scores of a run under the budget rule at its budget points (:func:`repro.training.budget.budget_points`:
+    the doubling grid of evaluated steps and the dev-selected step), from the weights snapshots in its run
+    ``folder``: ``embedder_at(step) -> (Embedder, weights digest)`` builds the model at a step. Stored per task
+    under ``identity`` + ``budget_step``; column ``budget_step``. Any trainer that logs through
+    :func:`repro.training.loop.run_training` keeps these snapshots."""
+    summary = json.loads((Path(folder) / "summary.json").read_text())
+    if "selected_step" not in summary:
+        raise ValueError(f"{folder} is not a run under the budget rule (no dev-selected step): no budget points")
     steps = budget_points(summary["selected_step"], [s for s, _ in evaluations(summary["history"])])
     frames = []
     for step in steps:
-        def make_embedder(step=step):
-            model, _ = load_trained(folder / "final")
-            load_snapshot(folder, model, step)
-            digest = weights_digest(model)
-            return TrainedEmbedder(model, config, eval_max_length, digest=digest), digest
-
-        identity = {"train": config.identity(), "eval_max_length": eval_max_length, "budget_step": step}
-        frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_embedder, progress,
-                                  label=f"model {config.model} @ step {step}")
-        frames.append(frame.assign(model=config.model, budget_step=step))
+        frame = evaluate_per_task(experiment, {**identity, "budget_step": step}, suite, tasks,
+                                  lambda step=step: embedder_at(step), progress, label=f"{label} @ step {step}")
+        frames.append(frame.assign(budget_step=step))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def evaluate_budget_points(config: TrainConfig, suite: str = "small", tasks: Sequence[str] | None = None,
+                           eval_max_length: int = 512, progress: bool = True) -> pd.DataFrame:
+    """Scores at log-spaced training budgets of a contrastive run under the budget rule
+    (:func:`score_budget_points`), stored under the run's identity + ``budget_step``. The snapshots live in the run
+    folder (not committed): score a run's budget points in the session that trains it."""
+    if config.stopping != "dev":
+        raise ValueError("budget points need a run under the budget rule (stopping='dev')")
+    folder, _ = ensure_trained(run_spec(config, progress))
+
+    def embedder_at(step: int):
+        model, _ = load_trained(folder / "final")
+        load_snapshot(folder, model, step)
+        digest = weights_digest(model)
+        return TrainedEmbedder(model, config, eval_max_length, digest=digest), digest
+
+    identity = {"train": config.identity(), "eval_max_length": eval_max_length}
+    frame = score_budget_points(folder, SCORES_EXPERIMENT, identity, suite, tasks, embedder_at, progress,
+                                label=f"model {config.model}")
+    return frame.assign(model=config.model) if len(frame) else frame
 
 
 def stored_runs(backbone: str) -> list[dict]:

@@ -1,0 +1,232 @@
+"""Paper 3 under the budget rule: the dev-selected configurations of the declared search (:mod:`.search`), their
+seeds at the converged budget, and the budget curves of compression only vs AutoRegEmbed vs the best contrastive
+baseline, each comparison with its paired tests.
+
+* :func:`selected_configs`: each side's dev-selected configuration (None while its search is incomplete).
+* :func:`final_scores`: per-task scores (x100) of the selected configurations at every stored seed, beside
+  compression only. There is one stage 1, so compression only has one set of weights: its scores stand at every
+  seed of AutoRegEmbed (spread 0), and a verdict against it is held to AutoRegEmbed's stage-2 seed spread
+  (:func:`repro.core.seeds.seeded_claims`).
+* :func:`budget_curves`: the scores at the budget points of the seed-0 runs (the doubling grid of evaluated steps
+  and the dev-selected step, from one constant-learning-rate run), with compression only as the flat line it is
+  (the start of every stage-2 run); :func:`curve_comparisons` tests AutoRegEmbed against each at every budget
+  (:mod:`repro.training.budget_curves`).
+
+Read from the result store only; :func:`main` trains and scores (``python -m
+repro.autoregembed.experiments.converged``), after the search (``python -m repro.autoregembed.experiments.search``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pandas as pd
+
+from repro.autoregembed import train as ar_train
+from repro.autoregembed.config import AlignConfig
+from repro.autoregembed.experiments.scores import (
+    RETRIEVAL_TASKS,
+    SCORES_EXPERIMENT,
+    evaluate_autoreg,
+    evaluate_autoreg_budget_points,
+    score_identity,
+)
+from repro.autoregembed.experiments.search import SIDES, base_config, selected_config
+from repro.core.scoring import stored_per_task
+from repro.core.tasks import STS_TASKS
+from repro.store.results import load_result
+from repro.training import contrastive
+from repro.training import evaluation as contrastive_scores
+from repro.training.budget_curves import (
+    budget_comparison,
+    budget_verdict,
+    curve_steps,
+    flat_curve,
+    stored_curve,
+    task_frame,
+)
+from repro.training.contrastive import TrainConfig
+
+SEEDS = (0, 1, 2)
+CURVE_SUITE = "small"
+FINAL_SUITE = "compact"
+TASKS = STS_TASKS + RETRIEVAL_TASKS
+EVAL_MAX_LENGTH = 512
+COMPRESSION = "compression only"
+LABELS = {"autoregembed": "AutoRegEmbed", "baseline": "best contrastive baseline"}
+AUTOREG, BASELINE = LABELS["autoregembed"], LABELS["baseline"]
+CLAIMS = [(f"alignment improves on compression only ({category})", AUTOREG, COMPRESSION, category, "better")
+          for category in ("STS", "Retrieval")] + [
+          (f"AutoRegEmbed beats contrastive training on the same data ({category})", AUTOREG, BASELINE, category,
+           "better") for category in ("STS", "Retrieval")]
+
+
+def selected_configs(base: AlignConfig) -> dict[str, AlignConfig | TrainConfig | None]:
+    """Each side's dev-selected configuration (label -> config; None while its search is not complete)."""
+    out = {}
+    for side in SIDES:
+        try:
+            out[LABELS[side]] = selected_config(side, base)
+        except LookupError:
+            out[LABELS[side]] = None
+    return out
+
+
+def at_seed(config: AlignConfig | TrainConfig, seed: int) -> AlignConfig | TrainConfig:
+    """The same configuration at another training seed (stage 2's seed: every seed starts from the one stage 1)."""
+    return replace(config, seed=seed)
+
+
+def _stored_scores(config: AlignConfig | TrainConfig, suite: str, tasks: Sequence[str]) -> dict:
+    if isinstance(config, AlignConfig) or not isinstance(config, TrainConfig):
+        return stored_per_task(SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH), suite, tasks)
+    return stored_per_task(contrastive_scores.SCORES_EXPERIMENT,
+                           {"train": config.identity(), "eval_max_length": EVAL_MAX_LENGTH}, suite, tasks)
+
+
+def _run_record(config: AlignConfig | TrainConfig) -> dict | None:
+    if isinstance(config, TrainConfig):
+        return load_result(contrastive.RUNS_EXPERIMENT, {"train": config.identity()})
+    return load_result(ar_train.RUNS_EXPERIMENT, ar_train.run_params(config))
+
+
+def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = FINAL_SUITE,
+                 tasks: Sequence[str] = TASKS) -> tuple[pd.DataFrame, dict]:
+    """The selected configurations' stored scores at every seed with all of ``tasks`` (model, seed, task,
+    category, score x100), and compression only at each of AutoRegEmbed's seeds; records keyed (model, seed,
+    task) for the in-task tests."""
+    frames, records = [], {}
+    compression = _stored_scores(base.compress, suite, tasks) if base.compress is not None else {}
+    for label, config in selected_configs(base).items():
+        if config is None:
+            continue
+        for seed in seeds:
+            found = _stored_scores(at_seed(config, seed), suite, tasks)
+            records.update({(label, seed, t): r for t, r in found.items()})
+            if len(found) == len(tasks):  # a seed with missing tasks would mix task sets in means and spreads
+                frames.append(task_frame(found, model=label, seed=seed))
+                if label == AUTOREG and len(compression) == len(tasks):
+                    frames.append(task_frame(compression, model=COMPRESSION, seed=seed))
+                    records.update({(COMPRESSION, seed, t): r for t, r in compression.items()})
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["model", "seed", "task", "category", "score"])
+    return frame, records
+
+
+def run_table(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> pd.DataFrame:
+    """Each stored run of the selected configurations: where it stopped, the dev-selected step, examples seen up
+    to it, CPU hours, and the dev signal (STS-B dev Spearman x100) at step 0 and at the selected step."""
+    rows = []
+    for label, config in selected_configs(base).items():
+        for seed in seeds if config is not None else ():
+            record = _run_record(at_seed(config, seed))
+            if record is None:
+                continue
+            s = record["summary"]
+            start = next(r["validation_sts"] for r in record["rows"] if r["step"] == 0 and "validation_sts" in r)
+            rows.append({"method": label, "seed": seed, "stopped at": s["steps"], "early stop": s["stopped_early"],
+                         "selected step": s["selected_step"], "examples": s["selected_examples_seen"],
+                         "CPU hours (to selected)": s["selected_train_cpu_seconds"] / 3600,
+                         "dev at step 0": start, "dev selected": s["selected_signal"]})
+    return pd.DataFrame(rows)
+
+
+def budget_curves(base: AlignConfig, seed: int = 0, suite: str = CURVE_SUITE,
+                  tasks: Sequence[str] = TASKS) -> dict[str, tuple[pd.DataFrame, dict]]:
+    """The budget curves of the selected configurations at ``seed`` (label -> curve) and compression only, flat at
+    AutoRegEmbed's budget steps."""
+    curves = {}
+    for label, config in selected_configs(base).items():
+        if config is None:
+            continue
+        config = at_seed(config, seed)
+        record = _run_record(config)
+        identity = (score_identity(config, EVAL_MAX_LENGTH) if isinstance(config, AlignConfig)
+                    else {"train": config.identity(), "eval_max_length": EVAL_MAX_LENGTH})
+        experiment = SCORES_EXPERIMENT if isinstance(config, AlignConfig) else contrastive_scores.SCORES_EXPERIMENT
+        curves[label] = stored_curve(experiment, identity, None if record is None else record["rows"], suite,
+                                     tasks, label)
+    if AUTOREG in curves and base.compress is not None:
+        curves[COMPRESSION] = flat_curve(_stored_scores(base.compress, suite, tasks), curve_steps(curves[AUTOREG]),
+                                         COMPRESSION)
+    return curves
+
+
+def curve_comparisons(curves: dict[str, tuple[pd.DataFrame, dict]]) -> dict[str, tuple[pd.DataFrame, str]]:
+    """AutoRegEmbed against compression only and against the best contrastive baseline at every shared budget:
+    the table of :func:`repro.training.budget_curves.budget_comparison` and its one-sentence verdict."""
+    out = {}
+    for other in (COMPRESSION, BASELINE):
+        if AUTOREG in curves and other in curves:
+            table = budget_comparison(curves[AUTOREG], curves[other])
+            out[f"{AUTOREG} vs {other}"] = (table, budget_verdict(table))
+    return out
+
+
+def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: str = FINAL_SUITE,
+                 curve_suite: str = CURVE_SUITE, tasks: Sequence[str] = TASKS) -> list[str]:
+    """What is not stored yet, in the order :func:`compute` computes it (empty: the page is complete)."""
+    selected = selected_configs(base)
+    todo = [f"the {side} search" for side, label in LABELS.items() if selected[label] is None]
+    if todo:
+        return todo
+    frame, _ = final_scores(base, seeds, final_suite, tasks)
+    for label in LABELS.values():
+        have = set(frame.loc[frame.model == label, "seed"])
+        todo += [f"{label} seed {s} on {final_suite}" for s in seeds if s not in have]
+    curves = budget_curves(base, 0, curve_suite, tasks)
+    todo += [f"{label} budget points (seed 0, {curve_suite})" for label in LABELS.values()
+             if label not in curves or curves[label][0].empty]
+    return todo
+
+
+def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str] = SIDES,
+            budget_points: bool = False, final_suite: str = FINAL_SUITE, curve_suite: str = CURVE_SUITE,
+            tasks: Sequence[str] = TASKS, progress: bool = True) -> list[str]:
+    """Train (or load) and score what the page reads: compression only on both suites, each side's dev-selected
+    configuration at every seed on ``final_suite``, and (``budget_points``) seed 0's budget points on
+    ``curve_suite``. Stored runs and scores are skipped, so a killed call resumes. Returns :func:`missing_work`."""
+    if base.compress is not None:
+        for suite in (final_suite, curve_suite):
+            evaluate_autoreg(base.compress, suite, tasks, progress=progress)
+    for side in sides:
+        if side not in SIDES:
+            raise ValueError(f"unknown side '{side}'; valid: {', '.join(SIDES)}")
+        try:
+            config = selected_config(side, base)
+        except LookupError as error:
+            raise LookupError(f"{error}: run `python -m repro.autoregembed.experiments.search --side {side}` "
+                              "first") from None
+        for seed in seeds:
+            seeded = at_seed(config, seed)
+            if isinstance(seeded, AlignConfig):
+                evaluate_autoreg(seeded, final_suite, tasks, progress=progress)
+                if budget_points and seed == 0:
+                    evaluate_autoreg_budget_points(seeded, curve_suite, tasks, progress=progress)
+            else:
+                contrastive_scores.evaluate_trained(seeded, final_suite, tasks, progress=progress)
+                if budget_points and seed == 0:
+                    contrastive_scores.evaluate_budget_points(seeded, curve_suite, tasks, progress=progress)
+    return missing_work(base, seeds, final_suite, curve_suite, tasks)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Train and score Paper 3's dev-selected configurations under the "
+                                                 "budget rule (resumable; stored runs and scores are skipped).")
+    parser.add_argument("--backbone", default="smollm2-135m")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    parser.add_argument("--sides", nargs="+", choices=list(SIDES), default=list(SIDES))
+    parser.add_argument("--budget-points", action="store_true",
+                        help="also score seed 0's budget points on the small suite (from the run's snapshots)")
+    args = parser.parse_args(argv)
+    try:
+        todo = compute(base_config(args.backbone), args.seeds, args.sides, args.budget_points)
+    except LookupError as error:
+        raise SystemExit(str(error)) from None
+    print("\n".join(["still missing:", *todo]) if todo else "complete")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Verdicts over training seeds: the seed spread, seed-averaged scores, and claims held to that spread.
+
+Frames are long: one row per (model, seed, task) with ``category`` and ``score`` (x100). A claim's difference
+smaller than the larger spread of its two models is **inconclusive**, never supported or contradicted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from repro.core.comparison import claim_verdict
+
+
+def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the number of seeds and the standard deviation (ddof 1) over seeds of its mean score over
+    all tasks and per category (NaN with one seed)."""
+    rows = []
+    for model, part in frame.groupby("model"):
+        means = {"all tasks": part.groupby("seed")["score"].mean()}
+        means.update({c: p.groupby("seed")["score"].mean() for c, p in part.groupby("category")})
+        rows.append({"model": model, "seeds": part["seed"].nunique(),
+                     **{c: float(m.std(ddof=1)) if len(m) > 1 else np.nan for c, m in means.items()}})
+    return pd.DataFrame(rows).set_index("model")
+
+
+def seed_averaged(frame: pd.DataFrame) -> pd.DataFrame:
+    """rows (category, task) x columns model: the score averaged over the seeds each model has."""
+    return frame.pivot_table(index=["category", "task"], columns="model", values="score", aggfunc="mean")
+
+
+def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
+    """Each ``(claim, a, b, category, expected)`` judged on seed-averaged scores (:func:`claim_verdict`, the
+    Wilcoxon over tasks), then held to the seed spread: a difference smaller than the larger of the two models'
+    spreads is "inconclusive (within the seed spread)", and a verdict from one seed says so."""
+    wide, spread = seed_averaged(frame), seed_spread(frame)
+    rows = []
+    for claim in claims:
+        _, a, b, category, _ = claim
+        row = claim_verdict(wide, *claim)
+        column = category or "all tasks"
+        spreads = [spread.loc[m, column] if m in spread.index and column in spread else np.nan for m in (a, b)]
+        seeds = min(int(spread.loc[m, "seeds"]) if m in spread.index else 0 for m in (a, b))
+        row["seeds"] = seeds
+        row["seed spread"] = float(np.nanmax(spreads)) if not np.all(np.isnan(spreads)) else np.nan
+        difference = row["difference"]
+        if row["verdict at our scale"] in ("supported", "contradicted", "not supported (no significant difference)"):
+            if seeds < 2:
+                row["verdict at our scale"] += " (one seed: spread unknown)"
+            elif difference is not None and abs(difference) < row["seed spread"]:
+                row["verdict at our scale"] = "inconclusive (within the seed spread)"
+        rows.append(row)
+    return pd.DataFrame(rows)

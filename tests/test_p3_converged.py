@@ -100,3 +100,24 @@ def test_an_incomplete_search_is_named_and_nothing_is_trained(monkeypatch):
     assert frame.empty and converged.budget_curves(base) == {} and converged.curve_comparisons({}) == {}
     with pytest.raises(SystemExit, match="search --side autoregembed"):
         converged.main(["--seeds", "0"])
+
+
+def test_the_earlier_verdicts_sit_beside_the_new_ones_matched_on_what_is_compared():
+    import pandas as pd
+
+    earlier = pd.DataFrame({
+        "claim (paper)": ["compression alone beats the untrained last token", "alignment improves on compression only",
+                          "AutoRegEmbed beats contrastive training", "AutoRegEmbed beats contrastive training"],
+        "category": ["STS", "STS", "STS", "Retrieval"],
+        "comparison": ["compression only vs last token", "AutoRegEmbed vs compression only",
+                       "AutoRegEmbed vs mean, in-batch + hard negative", "AutoRegEmbed vs mean, in-batch + hard negative"],
+        "difference": [3.0, -5.4, -6.0, -18.3],
+        "verdict at our scale": ["supported", "contradicted", "not supported (no significant difference)", "untestable"]})
+    now = pd.DataFrame({"comparison": ["AutoRegEmbed vs compression only", "AutoRegEmbed vs best contrastive baseline"],
+                        "category": ["STS", "STS"],
+                        "verdict at our scale": ["inconclusive (within the seed spread)", "contradicted"]})
+    table = converged.with_earlier(earlier, now)
+    assert list(table["comparison"]) == list(earlier["comparison"][1:])  # stage 1's claim is not this page's
+    assert list(table["under the budget rule"]) == ["inconclusive (within the seed spread)", "contradicted",
+                                                    "not scored yet"]
+    assert (converged.with_earlier(earlier, pd.DataFrame())["under the budget rule"] == "not scored yet").all()

@@ -154,6 +154,12 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbone": "smollm2-135m", "batch_sizes": [4, 8, 16], "steps": 4,
                      "max_length": 64},
     },
+    "p3_converged": {  # reads the stored search, seeds and budget points (repro.autoregembed.experiments.converged)
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "seeds": [0], "suite": "smoke",
+                  "budget_suite": "smoke"},
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "seeds": [0, 1, 2], "suite": "compact",
+                     "budget_suite": "small"},
+    },
     "p3_summary": {  # reads the stored results of the four Paper 3 pages above, for their parameters
         "smoke": {"profile": "smoke", "tables": None, "data_efficiency": None, "ablations": None, "memory": None},
         "standard": {"profile": "standard", "tables": None, "data_efficiency": None, "ablations": None,
@@ -170,7 +176,7 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
 }
 PROFILES = ("smoke", "standard", "paper")
 # Pages that only read what the other pages store (a build running pages at once runs these after the others)
-READERS = ("leaderboard", "claims_ledger", "p3_summary", "book_cost")
+READERS = ("leaderboard", "claims_ledger", "p3_converged", "p3_summary", "book_cost")
 
 # `paper`: each page at its paper's scale (repro.book.paper_profile: HF ids, the real MTEB tasks, the official
 # batch sizes, steps and learning rates); the pages that only read stored results keep their standard parameters

@@ -1,7 +1,9 @@
-"""Verdicts over training seeds: the seed spread, seed-averaged scores, and claims held to that spread.
+"""Verdicts over training seeds: the seed spread, seed-averaged scores, claims held to that spread, and the paired
+tests inside each task at a shared seed.
 
 Frames are long: one row per (model, seed, task) with ``category`` and ``score`` (x100). A claim's difference
-smaller than the larger spread of its two models is **inconclusive**, never supported or contradicted.
+smaller than the larger spread of its two models is **inconclusive**, never supported or contradicted. The
+in-task tests read the stored per-task records keyed ``(model, seed, task)``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from repro.core.comparison import claim_verdict
+from repro.core.paired import paired_test
 
 
 def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -52,4 +55,15 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
             elif difference is not None and abs(difference) < row["seed spread"]:
                 row["verdict at our scale"] = "inconclusive (within the seed spread)"
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def in_task_tests(records: dict, a, b, seed: int = 0, n_resamples: int = 1000) -> pd.DataFrame:
+    """Per task both models have (same seed): the paired test of ``a`` vs ``b`` inside the task."""
+    rows = []
+    tasks = sorted({t for (m, s, t) in records if m == a and s == seed} & {t for (m, s, t) in records
+                                                                           if m == b and s == seed})
+    for task in tasks:
+        test = paired_test(records[(a, seed, task)], records[(b, seed, task)], n_resamples)
+        rows.append({"comparison": f"{a} vs {b}", "seed": seed, **test})
     return pd.DataFrame(rows)

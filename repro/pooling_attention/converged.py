@@ -6,8 +6,8 @@ it, paired tests inside each task, and budget curves (read from the result store
   CPU time.
 * The seed spread and the verdicts held to it are :mod:`repro.core.seeds`'s (a claim's difference smaller than
   the larger spread of its two models is **inconclusive**).
-* :func:`in_task_tests`: per task, the paired test of two models' stored scores of the same seed inside the task
-  (:func:`repro.core.paired.paired_test`: pairs, queries, examples, documents).
+* :func:`repro.core.seeds.in_task_tests`: per task, the paired test of two models' stored scores of the same seed
+  inside the task (pairs, queries, examples, documents).
 * :func:`budget_curve`: scores at the budget grid (small suite); :mod:`repro.training.budget_curves` compares two
   curves at each budget (Wilcoxon over tasks, and the in-task tests counted).
 """
@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from repro.core.paired import paired_test
 from repro.core.scoring import stored_per_task
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS
@@ -116,17 +115,6 @@ def run_table(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS) -> 
                          "CPU hours (to selected)": s["selected_train_cpu_seconds"] / 3600,
                          "wall hours (run: steps + dev evaluations)": (s["train_seconds"] + s.get("eval_seconds", 0)) / 3600,
                          "dev at step 0": start, "dev selected": s["selected_signal"]})
-    return pd.DataFrame(rows)
-
-
-def in_task_tests(records: dict, a, b, seed: int = 0, n_resamples: int = 1000) -> pd.DataFrame:
-    """Per task both models have (same seed): the paired test of ``a`` vs ``b`` inside the task."""
-    rows = []
-    tasks = sorted({t for (m, s, t) in records if m == a and s == seed} & {t for (m, s, t) in records
-                                                                           if m == b and s == seed})
-    for task in tasks:
-        test = paired_test(records[(a, seed, task)], records[(b, seed, task)], n_resamples)
-        rows.append({"comparison": f"{a} vs {b}", "seed": seed, **test})
     return pd.DataFrame(rows)
 
 

@@ -51,6 +51,10 @@ def _stage2_starts(aligns: Sequence[AlignConfig]) -> str:
             + ", ".join(f"{d} x{n}" for d, n in starts.items())
             + "); stage 1 was retrained between them, so their differences include that of two stage-1 runs.")
 
+DATA_NAMES = {"nli": "SNLI", "nli-medi": "SNLI + MEDI-NLI"}  # stage 2's training data, as the scale line names it
+DEVIATION_DATA = {"nli": "SNLI triplets", "nli-medi": "SNLI triplets and a sample of MEDI-NLI"}
+
+
 def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> str:
     """The scale and deviations line every Paper 3 page prints under its results, built from the configs
     (``contrastive``: also how the contrastive baselines are trained)."""
@@ -62,10 +66,14 @@ def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> s
               else "No stage 1. ")
     train_rows, _ = split_align(base)
     drawn = len(seen_indices(len(train_rows), base))
+    by_dev = base.stopping == "dev"
+    budget = (f"at most {base.steps} steps (the budget rule's cap; dev-stopped, the dev-best step selected) x"
+              if by_dev else f"{base.steps} steps x")
+    at_cap = " at the cap" if by_dev else ""
     line = (f"Scale: backbone {base.backbone} ({base.finetune} fine-tuning of the encoder; the decoder is the frozen "
-            f"original). {stage1}Stage 2: {base.steps} steps x {base.batch_size} "
-            f"{'SNLI' if base.data == 'nli' else 'MEDI-NLI'} triplets ({drawn} distinct "
-            f"of {len(train_rows)} training triplets drawn), lr {base.lr} ({base.warmup_steps} warm-up steps, "
+            f"original). {stage1}Stage 2: {budget} {base.batch_size} {DATA_NAMES.get(base.data, 'MEDI-NLI')} "
+            f"triplets ({drawn} distinct of {len(train_rows)} training triplets drawn{at_cap}), lr {base.lr} "
+            f"({base.warmup_steps} warm-up steps, "
             f"{base.schedule}, gradient norm clipped at {base.max_grad_norm}), beta {base.beta}, tau "
             f"{base.temperature}, seed {base.seed}. ")
     if contrastive and base.data == "nli":
@@ -76,7 +84,7 @@ def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> s
     return line + (
         f"Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
         f"{base.backbone} instead of LLaMA2-7B, "
-        f"{'SNLI triplets' if base.data == 'nli' else 'a sample of MEDI-NLI'} instead of 50k MEDI-NLI triplets, "
+        f"{DEVIATION_DATA.get(base.data, 'a sample of MEDI-NLI')} instead of 50k MEDI-NLI triplets, "
         f"{'T0/self-instruct' if compress is None or compress.data == 'instruction' else 'WikiText-2 autoencoding'} "
         "instead of PWC for stage 1, steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "
         "2e-5 a few hundred steps barely lower the reconstruction loss, at 5e-4 it diverges: "

@@ -265,6 +265,27 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
 
 
+def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkeypatch):
+    from repro.autoregembed.experiments import converged
+    from repro.book import ledger
+
+    assert ledger.paper3_converged_rows("standard").empty  # nothing of the search is committed yet
+    rng = np.random.default_rng(3)
+    tasks = [("STS", f"STS{i}") for i in range(9)] + [("Retrieval", "SciFact"), ("Retrieval", "NFCorpusPreprocessed")]
+    base = rng.uniform(40, 60, len(tasks))
+    rows = [{"model": m, "seed": s, "task": t, "category": c, "score": b + shift + rng.normal(0, 0.1)}
+            for m, shift in ((converged.AUTOREG, 3.0), (converged.COMPRESSION, 0.0), (converged.BASELINE, 6.0))
+            for s in (0, 1, 2) for (c, t), b in zip(tasks, base)]
+    monkeypatch.setattr(converged, "final_scores", lambda *a, **k: (pd.DataFrame(rows), {}))
+    table = ledger.paper3_converged_rows("standard")
+    assert list(table.columns) == ledger.COLUMNS and len(table) == len(converged.CLAIMS)
+    assert set(table["page"]) == {"p3_converged"} and table["scale"].str.contains("seeds per method").all()
+    verdicts = dict(zip(table["claim"], table["verdict"]))
+    sts = [v for c, v in verdicts.items() if "[STS" in c]
+    assert sorted(sts) == ["contradicted", "supported"]  # above compression only, below the baseline
+    assert all(v == "untestable" for c, v in verdicts.items() if "[Retrieval" in c)
+
+
 def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next():
     from repro.book.leaderboard import compact_view, missing_rows, ranked
     from repro.core.tasks import TASKS

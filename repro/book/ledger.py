@@ -14,6 +14,8 @@ import pandas as pd
 
 from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims
 from repro.autoregembed.claims import table_claims as p3_claims
+from repro.autoregembed.experiments import converged as p3_converged
+from repro.autoregembed.experiments import search as p3_search
 from repro.autoregembed.experiments.ablations import ablation_scores
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
@@ -188,8 +190,26 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                      "suite", "p3_ablations", quoted=quoted_ablation),
         _from_claims(3, grid_claims(variants, (base_a.temperature, base_a.beta)),
                      f"{base_a.backbone}, temperature x beta grid, '{a['suite']}' suite", "p3_ablations"),
+        paper3_converged_rows(profile),
     ]
     return pd.concat(parts, ignore_index=True)
+
+
+def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
+    """Tables 1-2's stage-2 claims under the budget rule (page ``p3_converged``), once the dev-selected
+    configurations are scored: seed-averaged, held to the seed spread; no rows before."""
+    c = page_parameters("p3_converged", profile)
+    base = p3_search.base_config(c["backbone"])
+    frame, _ = p3_converged.final_scores(base, c["seeds"], c["suite"])
+    claims = [x for x in p3_converged.CLAIMS if {x[1], x[2]} <= set(frame.model)] if len(frame) else []
+    if not claims:
+        return pd.DataFrame(columns=COLUMNS)
+    seeds = frame.groupby("model")["seed"].nunique()
+    scale = (f"{base.backbone}, the declared search's dev-selected configurations (budget rule, cap {base.steps} x "
+             f"{base.batch_size} SNLI + MEDI triplets), seeds per method ("
+             + ", ".join(f"{m}: {int(n)}" for m, n in seeds.items()) + f"), '{c['suite']}' suite")
+    return _from_claims(3, seeded_claims(frame, claims), scale, "p3_converged",
+                        test=WILCOXON + ", seed-averaged, held to the seed spread")
 
 
 def claims_ledger(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from repro.core.tasks import TASKS
 from repro.pooling_attention.instructions import TANG_YANG
 from repro.pooling_attention.trained import converged_config
 from repro.store.results import load_result
+from repro.training.budget import run_budget
 from repro.training.budget_curves import stored_curve, task_frame
 from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig
 from repro.training.evaluation import SCORES_EXPERIMENT, instructions_key
@@ -107,14 +108,7 @@ def run_table(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS) -> 
             record = load_result(RUNS_EXPERIMENT, {"train": config.identity()})
             if record is None:
                 continue
-            s = record["summary"]
-            start = next(r["validation_sts"] for r in record["rows"] if r["step"] == 0 and "validation_sts" in r)
-            rows.append({"model": model, "seed": seed, "stopped at": s["steps"], "early stop": s["stopped_early"],
-                         "selected step": s["selected_step"], "examples": s["selected_examples_seen"],
-                         "tokens": s["selected_tokens_seen"],
-                         "CPU hours (to selected)": s["selected_train_cpu_seconds"] / 3600,
-                         "wall hours (run: steps + dev evaluations)": (s["train_seconds"] + s.get("eval_seconds", 0)) / 3600,
-                         "dev at step 0": start, "dev selected": s["selected_signal"]})
+            rows.append({"model": model, "seed": seed, **run_budget(record)})
     return pd.DataFrame(rows)
 
 

@@ -112,3 +112,17 @@ def under_budget_rule(config, cap: int = 600):
     every = eval_interval(cap)
     return replace(config, steps=cap, stopping="dev", schedule="constant_with_warmup", eval_every=every,
                    checkpoint_every=every, validation_sts_pairs=DEV_PAIRS)
+
+
+def run_budget(record: dict) -> dict:
+    """What a stored run under the rule spent (its training record, :func:`repro.training.loop.run_training`'s
+    summary and rows): where it stopped, the dev-selected step, the examples and tokens seen up to it, the CPU hours
+    of its training steps up to it, the run's wall hours (all steps and dev evaluations), and the dev signal at step
+    0 and at the selected step."""
+    s = record["summary"]
+    start = next(r[SIGNAL] for r in record["rows"] if r["step"] == 0 and SIGNAL in r)
+    return {"stopped at": s["steps"], "early stop": s["stopped_early"], "selected step": s["selected_step"],
+            "examples": s["selected_examples_seen"], "tokens": s["selected_tokens_seen"],
+            "CPU hours (to selected)": s["selected_train_cpu_seconds"] / 3600,
+            "wall hours (run: steps + dev evaluations)": (s["train_seconds"] + s.get("eval_seconds", 0)) / 3600,
+            "dev at step 0": start, "dev selected": s["selected_signal"]}

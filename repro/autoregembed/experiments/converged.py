@@ -40,6 +40,7 @@ from repro.core.tasks import STS_TASKS
 from repro.store.results import load_result
 from repro.training import contrastive
 from repro.training import evaluation as contrastive_scores
+from repro.training.budget import run_budget
 from repro.training.budget_curves import (
     budget_comparison,
     budget_verdict,
@@ -117,20 +118,16 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
 
 
 def run_table(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> pd.DataFrame:
-    """Each stored run of the selected configurations: where it stopped, the dev-selected step, examples seen up
-    to it, CPU hours, and the dev signal (STS-B dev Spearman x100) at step 0 and at the selected step."""
+    """Each stored run of the selected configurations, with what it spent (:func:`repro.training.budget.run_budget`:
+    where it stopped, the dev-selected step, examples, tokens, CPU and wall hours, the dev signal at step 0 and at
+    the selected step)."""
     rows = []
     for label, config in selected_configs(base).items():
         for seed in seeds if config is not None else ():
             record = _run_record(at_seed(config, seed))
             if record is None:
                 continue
-            s = record["summary"]
-            start = next(r["validation_sts"] for r in record["rows"] if r["step"] == 0 and "validation_sts" in r)
-            rows.append({"method": label, "seed": seed, "stopped at": s["steps"], "early stop": s["stopped_early"],
-                         "selected step": s["selected_step"], "examples": s["selected_examples_seen"],
-                         "CPU hours (to selected)": s["selected_train_cpu_seconds"] / 3600,
-                         "dev at step 0": start, "dev selected": s["selected_signal"]})
+            rows.append({"method": label, "seed": seed, **run_budget(record)})
     return pd.DataFrame(rows)
 
 

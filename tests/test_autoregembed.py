@@ -521,8 +521,8 @@ def test_the_declared_search_adds_its_second_phase_at_the_dev_best_learning_rate
     def store(config, signal, step=50):
         history = [{"step": 0, "validation_sts": 68.0}, {"step": step, "validation_sts": signal}]
         key = config.identity() if hasattr(config, "identity") else ar_train.run_params(config)
-        stored[json.dumps(key, sort_keys=True)] = {"summary": {
-            "history": history, "selected_signal": max(68.0, signal), "selected_step": step if signal > 68 else 0,
+        stored[json.dumps(key, sort_keys=True)] = {"rows": history, "summary": {  # the stored record's shape
+            "selected_signal": max(68.0, signal), "selected_step": step if signal > 68 else 0,
             "steps": 75, "stopped_early": True, "selected_examples_seen": 400, "train_cpu_seconds": 3600.0}}
 
     first = search.search_configs("autoregembed", base)

@@ -11,35 +11,51 @@ from test_autoregembed import _align, _compress
 from repro.autoregembed.experiments import converged
 from repro.autoregembed.experiments.baselines import contrastive_config
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg_budget_points, score_identity
-from repro.autoregembed.train import run_spec
+from repro.autoregembed.train import load_encoder, run_spec
 from repro.core.scoring import stored_per_task
 from repro.core.seeds import seed_spread, seeded_claims
+from repro.store.fingerprint import weights_digest
 from repro.store.runs import ensure_trained
 from repro.training import budget
 from repro.training import evaluation as contrastive_scores
+from repro.training.loop import load_snapshot
 
 SUITE, TASKS = "smoke", ["STSBenchmark", "SciFact"]
 
 
 @pytest.fixture
 def tiny_search(tiny_dir, monkeypatch):
-    """A tiny stage 2 and a tiny contrastive baseline under the budget rule, standing in for the search's picks."""
+    """A tiny stage 2 and a tiny contrastive baseline under the budget rule, standing in for the search's picks,
+    and a page base whose own stage 1 is another one (as when dev selects the search's LoRA run, which has its
+    own stage 1): compression only must be the selected run's stage 1."""
     align = _align(tiny_dir, _compress(tiny_dir), steps=20, eval_every=2, checkpoint_every=2, stopping="dev",
                    schedule="constant_with_warmup", data="nli-medi", fused=True)
     baseline = replace(contrastive_config("mean, in-batch + hard negative", align), eval_every=2, checkpoint_every=2,
                        max_length=24)
     picks = {"autoregembed": align, "baseline": baseline}
     monkeypatch.setattr(converged, "selected_config", lambda side, base: picks[side])
-    return align, baseline
+    base = replace(align, compress=_compress(tiny_dir, steps=4))
+    return base, align, baseline
 
 
-def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_the_snapshots(tiny_search):
-    align, baseline = tiny_search
+def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_the_snapshots(tiny_search, monkeypatch):
+    from repro.autoregembed.experiments import search
+
+    base, align, baseline = tiny_search
     args = dict(final_suite=SUITE, curve_suite=SUITE, tasks=TASKS)
-    assert converged.missing_work(align, (0, 1), **args)[0].startswith("AutoRegEmbed seed 0")
-    todo = converged.compute(align, (0, 1), budget_points=True, progress=False, **args)
-    assert todo == []
-    frame, records = converged.final_scores(align, (0, 1), SUITE, TASKS)
+    assert converged.missing_work(base, (0, 1), **args)[:2] == [f"compression only on {SUITE}"] * 2
+    todo = converged.compute(base, (0, 1), progress=False, **args)  # no budget points yet
+    assert len(todo) == 2 and all(t.startswith(f"{label} budget points (seed 0, {SUITE}): steps ")
+                                  for t, label in zip(todo, converged.LABELS.values()))
+    assert converged.compute(base, (0, 1), budget_points=True, progress=False, **args) == []
+    # compression only is the selected run's stage 1; the page base's own stage 1 was never trained or scored
+    assert converged.compression_config(base) == align.compress
+    assert stored_per_task(SCORES_EXPERIMENT, score_identity(base.compress), SUITE, TASKS) == {}
+    stage1 = stored_per_task(SCORES_EXPERIMENT, score_identity(align.compress), SUITE, TASKS)
+    start = json.loads((ensure_trained(run_spec(align, progress=False))[0] / "summary.json").read_text())
+    assert {r["weights_sha256"] for r in stage1.values()} == {start["initial_digest"]}  # stage 2 starts from it
+
+    frame, records = converged.final_scores(base, (0, 1), SUITE, TASKS)
     assert set(frame.model) == {converged.AUTOREG, converged.BASELINE, converged.COMPRESSION}
     assert frame.groupby("model").seed.nunique().to_dict() == {m: 2 for m in set(frame.model)}
     spread = seed_spread(frame)
@@ -47,22 +63,32 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
     assert (converged.AUTOREG, 1, "SciFact") in records
     claims = seeded_claims(frame, converged.CLAIMS)
     assert len(claims) == 4 and claims["verdict at our scale"].notna().all()
-    curves = converged.budget_curves(align, 0, SUITE, TASKS)
+    curves = converged.budget_curves(base, 0, SUITE, TASKS)
     steps = sorted(set(curves[converged.AUTOREG][0].budget_step))
-    assert sorted(set(curves[converged.COMPRESSION][0].budget_step)) == steps
-    # compression only is the start of stage 2: the same stored scores at every budget
     flat = curves[converged.COMPRESSION][0]
-    assert flat.groupby("task").score.nunique().eq(1).all()
+    assert sorted(set(flat.budget_step)) == steps
+    stage1_scores = {t: 100 * sum(r["main_score"] for r in rec["rows"]) / len(rec["rows"]) for t, rec in stage1.items()}
+    assert all(abs(row.score - stage1_scores[row.task]) < 1e-9 for row in flat.itertuples())
     comparisons = converged.curve_comparisons(curves)
     assert set(comparisons) == {"AutoRegEmbed vs compression only", "AutoRegEmbed vs best contrastive baseline"}
     table, verdict = comparisons["AutoRegEmbed vs compression only"]
-    assert list(table["budget step"]) == steps and table["tasks"].eq(2).all() and verdict.startswith("significant at")
-    runs = converged.run_table(align, (0, 1))
+    assert list(table["budget step"]) == steps and table["tasks"].eq(2).all() and "budgets" in verdict
+    trained = curves[converged.AUTOREG][0].groupby("budget_step").score.mean()
+    for _, row in table.iterrows():
+        assert abs(row["difference"] - (trained[row["budget step"]] - sum(stage1_scores.values()) / 2)) < 1e-9
+    # the search's table and dev curves read the stored records as they are stored (history as rows)
+    monkeypatch.setattr(search, "search_configs", lambda side, b: {"autoregembed": {"lr 1e-3": align},
+                                                                    "baseline": {"lr 1e-4": baseline}}[side])
+    monkeypatch.setattr(converged, "search_configs", search.search_configs)
+    table_s = search.search_table(base)
+    assert table_s["stored"].all() and table_s["dev at step 0"].notna().all() and table_s["selected by dev"].sum() == 2
+    assert set(converged.search_dev_curves(base)["run"]) == {"lr 1e-3", "lr 1e-4"}
+    runs = converged.run_table(base, (0, 1))
     assert set(runs.method) == {converged.AUTOREG, converged.BASELINE} and len(runs) == 4
     with pytest.raises(ValueError, match="unknown side"):
-        converged.compute(align, (0,), sides=["both"], **args)
+        converged.compute(base, (0,), sides=["both"], **args)
 
-    # budget points: the run's snapshots at budget.budget_points, and the selected step is the saved final model
+    # budget points: the run's snapshots at budget.budget_points, and the dev-selected snapshot is the final model
     frame = evaluate_autoreg_budget_points(align, SUITE, TASKS, progress=False)  # stored by compute(): read back
     folder, _ = ensure_trained(run_spec(align, progress=False))
     summary = json.loads((folder / "summary.json").read_text())
@@ -73,12 +99,12 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
     digests = {s: {r["weights_sha256"] for r in found.values()} for s, found in points.items()}
     assert all(len(d) == 1 for d in digests.values())  # one set of weights per budget step, another at each
     assert len(set().union(*digests.values())) == len(steps)
-    final = converged.evaluate_autoreg(align, SUITE, TASKS, progress=False)
-    final_records = stored_per_task(SCORES_EXPERIMENT, score_identity(align), SUITE, TASKS)
-    if summary["selected_step"] in points:  # the dev-selected checkpoint is the saved final model
-        assert {r["weights_sha256"] for r in final_records.values()} == \
-            {r["weights_sha256"] for r in points[summary["selected_step"]].values()}
-    assert final["main_score"].notna().all()
+    model, _ = load_encoder(folder / "final")
+    final = weights_digest(model)
+    load_snapshot(folder, model, summary["selected_step"])
+    assert weights_digest(model) == final
+    if summary["selected_step"] in points:
+        assert digests[summary["selected_step"]] == {final}
     with pytest.raises(ValueError, match="budget rule"):
         evaluate_autoreg_budget_points(replace(align, stopping="fixed"), SUITE, TASKS)
     contrastive = contrastive_scores.evaluate_budget_points(baseline, SUITE, TASKS, progress=False)

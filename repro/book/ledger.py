@@ -207,7 +207,8 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
     seeds = frame.groupby("model")["seed"].nunique()
     scale = (f"{base.backbone}, the declared search's dev-selected configurations (budget rule, cap {base.steps} x "
              f"{base.batch_size} SNLI + MEDI triplets), seeds per method ("
-             + ", ".join(f"{m}: {int(n)}" for m, n in seeds.items()) + f"), '{c['suite']}' suite")
+             + ", ".join(f"{m}: {'1 (the one stage 1)' if m == p3_converged.COMPRESSION else int(n)}"
+                         for m, n in seeds.items()) + f"), '{c['suite']}' suite")
     return _from_claims(3, seeded_claims(frame, claims), scale, "p3_converged",
                         test=WILCOXON + ", seed-averaged, held to the seed spread")
 

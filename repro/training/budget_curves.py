@@ -35,14 +35,15 @@ def task_frame(records: dict, **labels) -> pd.DataFrame:
 def stored_curve(scores_experiment: str, identity: dict, run_rows: list[dict] | None, suite: str,
                  tasks: Sequence[str], label) -> tuple[pd.DataFrame, dict]:
     """The stored budget points of one run: ``identity`` + ``budget_step`` in ``scores_experiment`` at every
-    evaluated step of the run's logged ``run_rows`` (its training record's rows; None: the run is not stored)."""
+    evaluated step of the run's logged ``run_rows`` (its training record's rows; None: the run is not stored)
+    whose scores cover every task of ``tasks``."""
     examples = {int(r["step"]): r["examples_seen"] for r in run_rows or []
                 if "validation_sts" in r and r.get("examples_seen") is not None}
     frames, records = [], {}
     for step in sorted(examples):
         found = stored_per_task(scores_experiment, {**identity, "budget_step": step}, suite, tasks)
-        records.update({(step, t): r for t, r in found.items()})
-        if found:
+        if len(found) == len(tasks):  # a step scored on some tasks only would mix task sets along the curve
+            records.update({(step, t): r for t, r in found.items()})
             frames.append(task_frame(found, model=label, budget_step=step, examples=examples[step]))
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=CURVE_COLUMNS)), records
 

@@ -38,7 +38,7 @@ from repro.autoregembed.experiments.search import SIDES, base_config, search_con
 from repro.core.scoring import stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.store.results import load_result
-from repro.training import contrastive
+from repro.training import budget, contrastive
 from repro.training import evaluation as contrastive_scores
 from repro.training.budget import run_budget
 from repro.training.budget_curves import (
@@ -81,6 +81,13 @@ def at_seed(config: AlignConfig | TrainConfig, seed: int) -> AlignConfig | Train
     return replace(config, seed=seed)
 
 
+def compression_config(base: AlignConfig, selected: dict | None = None):
+    """The stage 1 that compression only stands for: the one the dev-selected AutoRegEmbed run starts from (the
+    search's LoRA candidate has its own LoRA stage 1), or the base's while AutoRegEmbed's search is incomplete."""
+    chosen = (selected if selected is not None else selected_configs(base)).get(AUTOREG)
+    return (chosen or base).compress
+
+
 def _stored_scores(config: AlignConfig | TrainConfig, suite: str, tasks: Sequence[str]) -> dict:
     if isinstance(config, AlignConfig) or not isinstance(config, TrainConfig):
         return stored_per_task(SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH), suite, tasks)
@@ -100,8 +107,10 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
     category, score x100), and compression only at each of AutoRegEmbed's seeds; records keyed (model, seed,
     task) for the in-task tests."""
     frames, records = [], {}
-    compression = _stored_scores(base.compress, suite, tasks) if base.compress is not None else {}
-    for label, config in selected_configs(base).items():
+    selected = selected_configs(base)
+    stage1 = compression_config(base, selected)
+    compression = _stored_scores(stage1, suite, tasks) if stage1 is not None else {}
+    for label, config in selected.items():
         if config is None:
             continue
         for seed in seeds:
@@ -136,7 +145,8 @@ def budget_curves(base: AlignConfig, seed: int = 0, suite: str = CURVE_SUITE,
     """The budget curves of the selected configurations at ``seed`` (label -> curve) and compression only, flat at
     AutoRegEmbed's budget steps."""
     curves = {}
-    for label, config in selected_configs(base).items():
+    selected = selected_configs(base)
+    for label, config in selected.items():
         if config is None:
             continue
         config = at_seed(config, seed)
@@ -146,8 +156,9 @@ def budget_curves(base: AlignConfig, seed: int = 0, suite: str = CURVE_SUITE,
         experiment = SCORES_EXPERIMENT if isinstance(config, AlignConfig) else contrastive_scores.SCORES_EXPERIMENT
         curves[label] = stored_curve(experiment, identity, None if record is None else record["rows"], suite,
                                      tasks, label)
-    if AUTOREG in curves and base.compress is not None:
-        curves[COMPRESSION] = flat_curve(_stored_scores(base.compress, suite, tasks), curve_steps(curves[AUTOREG]),
+    stage1 = compression_config(base, selected)
+    if AUTOREG in curves and stage1 is not None:
+        curves[COMPRESSION] = flat_curve(_stored_scores(stage1, suite, tasks), curve_steps(curves[AUTOREG]),
                                          COMPRESSION)
     return curves
 
@@ -210,18 +221,30 @@ def with_earlier(earlier: pd.DataFrame, now: pd.DataFrame) -> pd.DataFrame:
 
 def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: str = FINAL_SUITE,
                  curve_suite: str = CURVE_SUITE, tasks: Sequence[str] = TASKS) -> list[str]:
-    """What is not stored yet, in the order :func:`compute` computes it (empty: the page is complete)."""
+    """What is not stored yet, in the order :func:`compute` computes it (empty: the page is complete): the
+    searches, compression only on both suites, every seed of each selection on ``final_suite`` (all tasks), and
+    every budget point of seed 0's runs (all tasks at each)."""
     selected = selected_configs(base)
     todo = [f"the {side} search" for side, label in LABELS.items() if selected[label] is None]
     if todo:
         return todo
+    stage1 = compression_config(base, selected)
+    todo += [f"{COMPRESSION} on {suite}" for suite in (final_suite, curve_suite)
+             if stage1 is not None and len(_stored_scores(stage1, suite, tasks)) < len(tasks)]
     frame, _ = final_scores(base, seeds, final_suite, tasks)
     for label in LABELS.values():
         have = set(frame.loc[frame.model == label, "seed"])
         todo += [f"{label} seed {s} on {final_suite}" for s in seeds if s not in have]
     curves = budget_curves(base, 0, curve_suite, tasks)
-    todo += [f"{label} budget points (seed 0, {curve_suite})" for label in LABELS.values()
-             if label not in curves or curves[label][0].empty]
+    for label, config in selected.items():
+        record = _run_record(at_seed(config, 0))
+        expected = set() if record is None else set(budget.budget_points(
+            record["summary"]["selected_step"], [s for s, _ in budget.evaluations(record["rows"])]))
+        stored = set(curves[label][0].budget_step) if label in curves else set()
+        if record is None or expected - stored:
+            todo.append(f"{label} budget points (seed 0, {curve_suite}): "
+                        + ("the run is not stored" if record is None else
+                           "steps " + ", ".join(str(s) for s in sorted(expected - stored))))
     return todo
 
 
@@ -231,12 +254,14 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
     """Train (or load) and score what the page reads: compression only on both suites, each side's dev-selected
     configuration at every seed on ``final_suite``, and (``budget_points``) seed 0's budget points on
     ``curve_suite``. Stored runs and scores are skipped, so a killed call resumes. Returns :func:`missing_work`."""
-    if base.compress is not None:
-        for suite in (final_suite, curve_suite):
-            evaluate_autoreg(base.compress, suite, tasks, progress=progress)
     for side in sides:
         if side not in SIDES:
             raise ValueError(f"unknown side '{side}'; valid: {', '.join(SIDES)}")
+    stage1 = compression_config(base)
+    if stage1 is not None:  # compression only: the stage 1 of the selected AutoRegEmbed run (or the base's)
+        for suite in (final_suite, curve_suite):
+            evaluate_autoreg(stage1, suite, tasks, progress=progress)
+    for side in sides:
         try:
             config = selected_config(side, base)
         except LookupError as error:

@@ -115,7 +115,7 @@ def search_table(base: AlignConfig) -> pd.DataFrame:
             row = {"side": side, "run": label, "lr": config.lr, "stored": record is not None}
             if record is not None:
                 summary = record["summary"]
-                start = budget.evaluations(summary["history"])[0][1]
+                start = budget.evaluations(record["rows"])[0][1]  # the stored record keeps the history as rows
                 row.update({"dev at step 0": start, "dev selected": summary["selected_signal"],
                             "selected step": summary["selected_step"], "stopped at": summary["steps"],
                             "stopped early": summary["stopped_early"],

@@ -12,9 +12,10 @@ from repro.autoregembed.experiments import converged
 from repro.autoregembed.experiments.baselines import contrastive_config
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg_budget_points, score_identity
 from repro.autoregembed.train import load_encoder, run_spec
-from repro.core.scoring import stored_per_task
+from repro.core.scoring import stored_per_task, task_params
 from repro.core.seeds import seed_spread, seeded_claims
 from repro.store.fingerprint import weights_digest
+from repro.store.results import result_path
 from repro.store.runs import ensure_trained
 from repro.training import budget
 from repro.training import evaluation as contrastive_scores
@@ -43,7 +44,7 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
 
     base, align, baseline = tiny_search
     args = dict(final_suite=SUITE, curve_suite=SUITE, tasks=TASKS)
-    assert converged.missing_work(base, (0, 1), **args)[:2] == [f"compression only on {SUITE}"] * 2
+    assert converged.missing_work(base, (0, 1), **args)[0] == f"AutoRegEmbed seed 0 on {SUITE}"
     todo = converged.compute(base, (0, 1), progress=False, **args)  # no budget points yet
     assert len(todo) == 2 and all(t.startswith(f"{label} budget points (seed 0, {SUITE}): steps ")
                                   for t, label in zip(todo, converged.LABELS.values()))
@@ -83,6 +84,21 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
     table_s = search.search_table(base)
     assert table_s["stored"].all() and table_s["dev at step 0"].notna().all() and table_s["selected by dev"].sum() == 2
     assert set(converged.search_dev_curves(base)["run"]) == {"lr 1e-3", "lr 1e-4"}
+    # a stage 1 retrained elsewhere is other weights: compression only is then scored under a key of its own,
+    # never mixed with (nor overwriting) the Tables 1-2 page's scores of the earlier stage 1
+    tampered = result_path(SCORES_EXPERIMENT, task_params(score_identity(align.compress), SUITE, "SciFact"))
+    record = json.loads(tampered.read_text())
+    record["weights_sha256"] = "0" * 64
+    tampered.write_text(json.dumps(record))
+    digest = start["initial_digest"]
+    assert "stage1_weights" in converged.compression_identity(align.compress, digest, SUITE, TASKS)
+    assert converged.COMPRESSION not in set(converged.final_scores(base, (0, 1), SUITE, TASKS)[0].model)
+    assert converged.missing_work(base, (0, 1), **args) == [f"compression only on {SUITE} (stage-1 weights "
+                                                            f"{digest[:12]})"] * 2
+    assert converged.compute(base, (0, 1), budget_points=True, progress=False, **args) == []
+    again = converged.compression_scores(align.compress, digest, SUITE, TASKS)
+    assert {r["weights_sha256"] for r in again.values()} == {digest}
+    assert json.loads(tampered.read_text())["weights_sha256"] == "0" * 64  # the other page's record untouched
     runs = converged.run_table(base, (0, 1))
     assert set(runs.method) == {converged.AUTOREG, converged.BASELINE} and len(runs) == 4
     with pytest.raises(ValueError, match="unknown side"):

@@ -30,12 +30,13 @@ from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_co
 from repro.autoregembed.experiments.scores import (
     RETRIEVAL_TASKS,
     SCORES_EXPERIMENT,
+    autoreg_embedder,
     evaluate_autoreg,
     evaluate_autoreg_budget_points,
     score_identity,
 )
 from repro.autoregembed.experiments.search import SIDES, base_config, search_configs, selected_config
-from repro.core.scoring import stored_per_task
+from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.store.results import load_result
 from repro.training import budget, contrastive
@@ -101,15 +102,46 @@ def _run_record(config: AlignConfig | TrainConfig) -> dict | None:
     return load_result(ar_train.RUNS_EXPERIMENT, ar_train.run_params(config))
 
 
+def stage1_digests(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> dict[int, str]:
+    """Seed -> the stage-1 weights digest the stored AutoRegEmbed run (the dev-selected configuration) at that seed
+    started from. Every seed loads the one stage 1, but a stage 1 retrained in another session (CPU training is
+    not bit-reproducible across machines) is other weights: compression only is scored from each."""
+    config = selected_configs(base)[AUTOREG]
+    out = {}
+    for seed in seeds if config is not None else ():
+        record = _run_record(at_seed(config, seed))
+        if record is not None and record["summary"].get("initial_digest"):
+            out[seed] = record["summary"]["initial_digest"]
+    return out
+
+
+def compression_identity(stage1, digest: str | None, suite: str, tasks: Sequence[str]) -> dict:
+    """Where compression only's scores from the stage-1 weights ``digest`` are stored: the Tables 1-2 key (shared
+    with that page) unless it holds scores of other stage-1 weights, then that key + ``stage1_weights`` (so the
+    committed scores of the other page are never overwritten, and no comparison mixes two stage 1s)."""
+    plain = score_identity(stage1, EVAL_MAX_LENGTH)
+    stored = stored_per_task(SCORES_EXPERIMENT, plain, suite, tasks)
+    if digest is not None and any(r.get("weights_sha256") != digest for r in stored.values()):
+        return {**plain, "stage1_weights": digest}
+    return plain
+
+
+def compression_scores(stage1, digest: str | None, suite: str, tasks: Sequence[str]) -> dict:
+    """Compression only's stored per-task records from the stage-1 weights ``digest`` (:func:`compression_identity`)."""
+    if stage1 is None:
+        return {}
+    return stored_per_task(SCORES_EXPERIMENT, compression_identity(stage1, digest, suite, tasks), suite, tasks)
+
+
 def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = FINAL_SUITE,
                  tasks: Sequence[str] = TASKS) -> tuple[pd.DataFrame, dict]:
     """The selected configurations' stored scores at every seed with all of ``tasks`` (model, seed, task,
-    category, score x100), and compression only at each of AutoRegEmbed's seeds; records keyed (model, seed,
-    task) for the in-task tests."""
+    category, score x100), and compression only at each of AutoRegEmbed's seeds, from the stage-1 weights that
+    seed's run started from; records keyed (model, seed, task) for the in-task tests."""
     frames, records = [], {}
     selected = selected_configs(base)
     stage1 = compression_config(base, selected)
-    compression = _stored_scores(stage1, suite, tasks) if stage1 is not None else {}
+    digests = stage1_digests(base, seeds)
     for label, config in selected.items():
         if config is None:
             continue
@@ -118,7 +150,8 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
             records.update({(label, seed, t): r for t, r in found.items()})
             if len(found) == len(tasks):  # a seed with missing tasks would mix task sets in means and spreads
                 frames.append(task_frame(found, model=label, seed=seed))
-                if label == AUTOREG and len(compression) == len(tasks):
+                compression = compression_scores(stage1, digests.get(seed), suite, tasks) if label == AUTOREG else {}
+                if len(compression) == len(tasks):  # the stage 1 this seed's run started from
                     frames.append(task_frame(compression, model=COMPRESSION, seed=seed))
                     records.update({(COMPRESSION, seed, t): r for t, r in compression.items()})
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
@@ -158,8 +191,9 @@ def budget_curves(base: AlignConfig, seed: int = 0, suite: str = CURVE_SUITE,
                                      tasks, label)
     stage1 = compression_config(base, selected)
     if AUTOREG in curves and stage1 is not None:
-        curves[COMPRESSION] = flat_curve(_stored_scores(stage1, suite, tasks), curve_steps(curves[AUTOREG]),
-                                         COMPRESSION)
+        digest = stage1_digests(base, [seed]).get(seed)
+        curves[COMPRESSION] = flat_curve(compression_scores(stage1, digest, suite, tasks),
+                                         curve_steps(curves[AUTOREG]), COMPRESSION)
     return curves
 
 
@@ -229,8 +263,9 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
     if todo:
         return todo
     stage1 = compression_config(base, selected)
-    todo += [f"{COMPRESSION} on {suite}" for suite in (final_suite, curve_suite)
-             if stage1 is not None and len(_stored_scores(stage1, suite, tasks)) < len(tasks)]
+    for digest in sorted(set(stage1_digests(base, seeds).values())):
+        todo += [f"{COMPRESSION} on {suite} (stage-1 weights {digest[:12]})" for suite in (final_suite, curve_suite)
+                 if len(compression_scores(stage1, digest, suite, tasks)) < len(tasks)]
     frame, _ = final_scores(base, seeds, final_suite, tasks)
     for label in LABELS.values():
         have = set(frame.loc[frame.model == label, "seed"])
@@ -251,16 +286,13 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
 def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str] = SIDES,
             budget_points: bool = False, final_suite: str = FINAL_SUITE, curve_suite: str = CURVE_SUITE,
             tasks: Sequence[str] = TASKS, progress: bool = True) -> list[str]:
-    """Train (or load) and score what the page reads: compression only on both suites, each side's dev-selected
-    configuration at every seed on ``final_suite``, and (``budget_points``) seed 0's budget points on
-    ``curve_suite``. Stored runs and scores are skipped, so a killed call resumes. Returns :func:`missing_work`."""
+    """Train (or load) and score what the page reads: each side's dev-selected configuration at every seed on
+    ``final_suite``, (``budget_points``) seed 0's budget points on ``curve_suite``, and compression only on both
+    suites from the stage 1 those runs started from. Stored runs and scores are skipped, so a killed call
+    resumes. Returns :func:`missing_work`."""
     for side in sides:
         if side not in SIDES:
             raise ValueError(f"unknown side '{side}'; valid: {', '.join(SIDES)}")
-    stage1 = compression_config(base)
-    if stage1 is not None:  # compression only: the stage 1 of the selected AutoRegEmbed run (or the base's)
-        for suite in (final_suite, curve_suite):
-            evaluate_autoreg(stage1, suite, tasks, progress=progress)
     for side in sides:
         try:
             config = selected_config(side, base)
@@ -277,7 +309,28 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
                 contrastive_scores.evaluate_trained(seeded, final_suite, tasks, progress=progress)
                 if budget_points and seed == 0:
                     contrastive_scores.evaluate_budget_points(seeded, curve_suite, tasks, progress=progress)
+    if "autoregembed" in sides:
+        score_compression(base, seeds, (final_suite, curve_suite), tasks, progress)
     return missing_work(base, seeds, final_suite, curve_suite, tasks)
+
+
+def score_compression(base: AlignConfig, seeds: Sequence[int], suites: Sequence[str], tasks: Sequence[str],
+                      progress: bool = True) -> None:
+    """Compression only, scored from the stage-1 weights each stored AutoRegEmbed seed started from
+    (:func:`compression_identity`). The stage 1 at hand must be those weights: a seed whose stage 1 was retrained
+    since is named in the error (retrain that seed's stage 2, or its comparison keeps no compression only)."""
+    stage1 = compression_config(base)
+    for digest in sorted(set(stage1_digests(base, seeds).values())):
+        def make_embedder(digest=digest):
+            embedder = autoreg_embedder(stage1, EVAL_MAX_LENGTH, progress)
+            if embedder.digest != digest:
+                raise RuntimeError(f"stage 1 here has weights {embedder.digest[:12]}, but a stored stage-2 run "
+                                   f"started from {digest[:12]}: its compression only cannot be scored any more")
+            return embedder, embedder.digest
+
+        for suite in suites:
+            evaluate_per_task(SCORES_EXPERIMENT, compression_identity(stage1, digest, suite, tasks), suite, tasks,
+                              make_embedder, progress, label=COMPRESSION)
 
 
 def main(argv=None):

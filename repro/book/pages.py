@@ -160,10 +160,11 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbone": "smollm2-135m", "seeds": [0, 1, 2], "suite": "compact",
                      "budget_suite": "small"},
     },
-    "p3_summary": {  # reads the stored results of the four Paper 3 pages above, for their parameters
-        "smoke": {"profile": "smoke", "tables": None, "data_efficiency": None, "ablations": None, "memory": None},
+    "p3_summary": {  # reads the stored results of the five Paper 3 pages above, for their parameters
+        "smoke": {"profile": "smoke", "tables": None, "data_efficiency": None, "ablations": None, "memory": None,
+                  "converged": None},
         "standard": {"profile": "standard", "tables": None, "data_efficiency": None, "ablations": None,
-                     "memory": None},
+                     "memory": None, "converged": None},
     },
     "reproducibility": {
         "smoke": {"profile": "smoke"},

@@ -89,11 +89,15 @@ def compression_config(base: AlignConfig, selected: dict | None = None):
     return (chosen or base).compress
 
 
+def _score_key(config: AlignConfig | TrainConfig) -> tuple[str, dict]:
+    """Where a Paper 3 method's scores are stored: (experiment, identity without suite and task)."""
+    if isinstance(config, TrainConfig):
+        return contrastive_scores.SCORES_EXPERIMENT, {"train": config.identity(), "eval_max_length": EVAL_MAX_LENGTH}
+    return SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH)
+
+
 def _stored_scores(config: AlignConfig | TrainConfig, suite: str, tasks: Sequence[str]) -> dict:
-    if isinstance(config, AlignConfig) or not isinstance(config, TrainConfig):
-        return stored_per_task(SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH), suite, tasks)
-    return stored_per_task(contrastive_scores.SCORES_EXPERIMENT,
-                           {"train": config.identity(), "eval_max_length": EVAL_MAX_LENGTH}, suite, tasks)
+    return stored_per_task(*_score_key(config), suite, tasks)
 
 
 def _run_record(config: AlignConfig | TrainConfig) -> dict | None:
@@ -184,9 +188,7 @@ def budget_curves(base: AlignConfig, seed: int = 0, suite: str = CURVE_SUITE,
             continue
         config = at_seed(config, seed)
         record = _run_record(config)
-        identity = (score_identity(config, EVAL_MAX_LENGTH) if isinstance(config, AlignConfig)
-                    else {"train": config.identity(), "eval_max_length": EVAL_MAX_LENGTH})
-        experiment = SCORES_EXPERIMENT if isinstance(config, AlignConfig) else contrastive_scores.SCORES_EXPERIMENT
+        experiment, identity = _score_key(config)
         curves[label] = stored_curve(experiment, identity, None if record is None else record["rows"], suite,
                                      tasks, label)
     stage1 = compression_config(base, selected)

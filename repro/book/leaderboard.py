@@ -38,6 +38,7 @@ from repro.pooling_attention.converged import converged_scores, run_table
 from repro.store.results import all_results, load_result
 from repro.training.contrastive import RUNS_EXPERIMENT as TRAINED_RUNS
 from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
+from repro.training.evaluation import score_identity as trained_score_identity
 
 SUITE = "compact"
 CATEGORIES = ["STS", "Classification", "Clustering", "PairClassification", "Retrieval"]
@@ -115,9 +116,8 @@ def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
         out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks))
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
-        identity = {"train": config.identity(), "eval_max_length": 512}
         label = baseline_label(name)
-        out[label] = records_frame(label, stored_per_task(TRAINED_SCORES, identity, SUITE, tasks))
+        out[label] = records_frame(label, stored_per_task(TRAINED_SCORES, trained_score_identity(config), SUITE, tasks))
     return out
 
 

@@ -27,14 +27,10 @@ from repro.store.results import load_result
 from repro.training.budget import run_budget
 from repro.training.budget_curves import stored_curve, task_frame
 from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig
-from repro.training.evaluation import SCORES_EXPERIMENT, instructions_key
+from repro.training.evaluation import SCORES_EXPERIMENT, instructions_key, score_identity
 
 SEEDS = (0, 1, 2)
 EVAL_MAX_LENGTH = 512
-
-
-def _identity(config: TrainConfig, **extra) -> dict:
-    return {"train": config.identity(), "eval_max_length": EVAL_MAX_LENGTH, **extra}
 
 
 def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, suite: str = "compact",
@@ -50,7 +46,7 @@ def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEE
         for seed in seeds:
             extra = {} if instructions is None else {"instructions": instructions}
             config = converged_config(backbone, model, seed, prompt=prompt)
-            found = stored_per_task(SCORES_EXPERIMENT, _identity(config, **extra), suite, tasks)
+            found = stored_per_task(SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH, **extra), suite, tasks)
             records.update({(model, seed, task): r for task, r in found.items()})
             if len(found) == len(tasks):  # a run with missing tasks would mix task sets in the means and spreads
                 frames.append(task_frame(found, model=model, seed=seed))
@@ -90,7 +86,7 @@ def earlier_scores(backbone: str, models: Sequence, suite: str = "compact", task
     frames = []
     for model in models:
         config = TrainConfig(backbone=backbone, model=model, **earlier)
-        found = stored_per_task(SCORES_EXPERIMENT, _identity(config), suite, tasks)
+        found = stored_per_task(SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH), suite, tasks)
         if found:
             frames.append(task_frame(found, model=model, seed=config.seed))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
@@ -118,7 +114,7 @@ def budget_curve(backbone: str, model, seed: int = 0, suite: str = "small",
     budget_step, examples, task, category, score x100), records keyed (budget_step, task)."""
     config = converged_config(backbone, model, seed)
     record = load_result(RUNS_EXPERIMENT, {"train": config.identity()})
-    return stored_curve(SCORES_EXPERIMENT, _identity(config), None if record is None else record["rows"], suite,
+    return stored_curve(SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH), None if record is None else record["rows"], suite,
                         list(TASKS) if tasks is None else tasks, model)
 
 

@@ -37,6 +37,13 @@ def instructions_key(instructions: tuple[str, dict[str, str]]) -> str:
     return f"{instructions[0]}-{params_hash(instructions[1])}"
 
 
+def score_identity(config: TrainConfig, eval_max_length: int = 512, **extra) -> dict:
+    """The result key (without suite and task) of a trained contrastive model's scores: its training identity
+    and the evaluation's max length, plus ``extra`` (``instructions``, ``budget_step``). The one definition every
+    writer and reader of those scores uses."""
+    return {"train": config.identity(), "eval_max_length": eval_max_length, **extra}
+
+
 def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | None = None, eval_max_length: int = 512,
                      progress: bool = True, recompute: bool = False, recompute_stale: bool = False,
                      instructions: tuple[str, dict[str, str]] | None = None) -> pd.DataFrame:
@@ -50,9 +57,8 @@ def evaluate_trained(config: TrainConfig, suite: str, tasks: Sequence[str] | Non
         embedder = trained_embedder(config, eval_max_length, progress, refresh_record=recompute_stale)
         return embedder, embedder.digest
 
-    identity = {"train": config.identity(), "eval_max_length": eval_max_length}
-    if instructions is not None:
-        identity["instructions"] = instructions_key(instructions)
+    identity = score_identity(config, eval_max_length,
+                              **({} if instructions is None else {"instructions": instructions_key(instructions)}))
     frame = evaluate_per_task(SCORES_EXPERIMENT, identity, suite, tasks, make_embedder, progress, recompute,
                               label=f"model {config.model}", recompute_stale=recompute_stale,
                               instructions=None if instructions is None else instructions[1])
@@ -94,7 +100,7 @@ def evaluate_budget_points(config: TrainConfig, suite: str = "small", tasks: Seq
         digest = weights_digest(model)
         return TrainedEmbedder(model, config, eval_max_length, digest=digest), digest
 
-    identity = {"train": config.identity(), "eval_max_length": eval_max_length}
+    identity = score_identity(config, eval_max_length)
     frame = score_budget_points(folder, SCORES_EXPERIMENT, identity, suite, tasks, embedder_at, progress,
                                 label=f"model {config.model}")
     return frame.assign(model=config.model) if len(frame) else frame

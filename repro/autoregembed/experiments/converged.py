@@ -92,7 +92,7 @@ def compression_config(base: AlignConfig, selected: dict | None = None):
 def _score_key(config: AlignConfig | TrainConfig) -> tuple[str, dict]:
     """Where a Paper 3 method's scores are stored: (experiment, identity without suite and task)."""
     if isinstance(config, TrainConfig):
-        return contrastive_scores.SCORES_EXPERIMENT, {"train": config.identity(), "eval_max_length": EVAL_MAX_LENGTH}
+        return contrastive_scores.SCORES_EXPERIMENT, contrastive_scores.score_identity(config, EVAL_MAX_LENGTH)
     return SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH)
 
 

@@ -151,3 +151,45 @@ def test_a_dev_stopped_run_selects_its_best_snapshot_records_its_budget_and_resu
     assert again["steps"] == 12 and again["selected_step"] == 4
     assert json.loads((tmp_path / "run" / "train_state.json").read_text())["stopped"]
     assert np.isfinite(summary["history"][0]["validation_sts"])
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+@pytest.mark.parametrize("number", sorted(MODELS))
+def test_merged_adapters_give_the_same_embeddings_and_leave_the_trained_model_alone(arch, number):
+    """Dev evaluation and scoring encode with the adapters merged into a copy (``merged_for_inference``): the same
+    embeddings as the unmerged model in float64 (padded and packed), plain linear layers in the copy, and the
+    trained model's parameters and adapters unchanged (training goes on from it)."""
+    from peft import PeftModel
+    from peft.tuners.lora import LoraLayer
+
+    from repro.training.lora import merged_for_inference
+
+    spec = MODELS[number]
+    backbone = tiny_backbone(arch, spec.attention)
+    backbone.model = add_lora(backbone.model, 4, 8, 0.0)
+    backbone.set_attention(spec.attention)
+    torch.manual_seed(2)
+    for name, p in backbone.model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.1)
+    model = EmbeddingModel(backbone, spec, make_head(spec, 32, backbone.num_layers, latents=4, heads=4))
+    model = model.to(torch.float64).eval()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    merged = merged_for_inference(model)
+    assert not any(isinstance(m, LoraLayer) for m in merged.modules())
+    assert not isinstance(merged.backbone.model, PeftModel) and merged.lm is merged.backbone.model
+    ids, mask = pad_right(SEQUENCES, 0)
+    packed = pack(SEQUENCES, 0, spec.attention == "causal", row_tokens=16)
+    with torch.no_grad():
+        for a, b in ((model(ids, mask), merged(ids, mask)), (model(packed=packed), merged(packed=packed))):
+            np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=0, atol=1e-12)
+    assert isinstance(model.backbone.model, PeftModel) and model.lm is model.backbone.model
+    after = dict(model.named_parameters())
+    assert before.keys() == after.keys()
+    for name, value in before.items():
+        assert torch.equal(value, after[name]), name
+    # an unmerged copy would not differ from the model: the check above is not vacuous
+    ones = {n: p for n, p in model.named_parameters() if "lora_B" in n}
+    with torch.no_grad():
+        next(iter(ones.values())).add_(1.0)
+        assert float((model(ids, mask) - merged(ids, mask)).abs().max()) > 1e-6

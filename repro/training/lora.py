@@ -13,3 +13,22 @@ def add_lora(model: nn.Module, r: int, alpha: int, dropout: float) -> nn.Module:
 
     config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(LORA_TARGETS), bias="none")
     return get_peft_model(model, config)
+
+
+def merged_for_inference(model: nn.Module) -> nn.Module:
+    """A copy of a :class:`repro.training.contrastive.EmbeddingModel` whose LoRA adapters are merged into the
+    projections (peft ``merge_and_unload``): the same embeddings within float tolerance (the merged weight is
+    ``W + (alpha/r) B A`` in fp32) from plain linear layers, without the two extra matmuls per projection that an
+    unmerged adapter costs at every forward. For no-gradient use only (dev evaluation, scoring); the trained
+    ``model`` is left untouched (merging in place and unmerging later would not restore ``W`` bit for bit). A
+    model without adapters is returned as it is."""
+    import copy
+
+    from peft import PeftModel
+
+    if not isinstance(model.backbone.model, PeftModel):
+        return model
+    merged = copy.deepcopy(model)
+    merged.backbone.model = merged.backbone.model.merge_and_unload()
+    merged.lm = merged.backbone.model
+    return merged.eval()

@@ -193,3 +193,18 @@ def test_merged_adapters_give_the_same_embeddings_and_leave_the_trained_model_al
     with torch.no_grad():
         next(iter(ones.values())).add_(1.0)
         assert float((model(ids, mask) - merged(ids, mask)).abs().max()) > 1e-6
+
+
+def test_merging_is_skipped_without_adapters_or_off_the_cpu(monkeypatch):
+    from repro.training.lora import merged_for_inference
+
+    spec = MODELS[1]
+    plain = EmbeddingModel(tiny_backbone("llama"), spec, None)
+    assert merged_for_inference(plain) is plain  # no adapters: nothing to merge
+    backbone = tiny_backbone("llama")
+    backbone.model = add_lora(backbone.model, 4, 8, 0.0)
+    model = EmbeddingModel(backbone, spec, None)
+    assert merged_for_inference(model) is not model
+    meta = torch.nn.Parameter(torch.zeros(1, device="meta"))  # a parameter off the CPU, first in line
+    monkeypatch.setattr(EmbeddingModel, "parameters", lambda self, recurse=True: iter([meta]))
+    assert merged_for_inference(model) is model

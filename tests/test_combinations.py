@@ -121,3 +121,21 @@ def test_scoring_autoregembeds_pair_trains_nothing_and_refuses_whitening():
         combinations.evaluate_autoreg_filter()
     with pytest.raises(ValueError, match="whitening"):
         combinations.evaluate_autoreg_filter(variant="whiten/2")
+
+
+def test_the_autoregembed_combination_filters_the_budget_rule_selection_once_its_search_is_complete(monkeypatch):
+    from dataclasses import replace
+
+    from repro.autoregembed.experiments import converged as p3_converged
+
+    earlier = combinations.paper3_configs("smollm2-135m")[1]
+    assert combinations.autoreg_config() == earlier  # no search stored: the Tables 1-2 run
+    assert combinations.autoreg_source(earlier) == "Paper 3 Tables 1-2 run"
+    picked = replace(p3_converged.base_config("smollm2-135m"), lr=2e-6, seed=2)
+    monkeypatch.setattr(p3_converged, "selected_configs",
+                        lambda base: {p3_converged.AUTOREG: picked, p3_converged.BASELINE: None})
+    config = combinations.autoreg_config()
+    assert config == replace(picked, seed=0) and config.stopping == "dev"
+    assert combinations.autoreg_source(config) == "budget rule, dev-selected lr 2e-06, full, logprob, seed 0"
+    with pytest.raises(FileNotFoundError, match="scripts/p3_converged.sh"):
+        combinations.evaluate_autoreg_filter()

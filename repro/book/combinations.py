@@ -3,7 +3,8 @@
 * "Does EmbedFilter's training-free gain survive training?": EmbedFilter edge/2 applied to Paper 1's trained
   models 1 and 5 (the shipped weights of one seed, :mod:`repro.book.shipped`), against the same weights without
   the filter; next to it, the same filter on the untrained PromptEOL and Echo states (Paper 2's own setting).
-* "Does it survive AutoRegEmbed's training?": the same filter on Paper 3's trained encoder (the Tables 1-2
+* "Does it survive AutoRegEmbed's training?": the same filter on Paper 3's trained encoder (seed 0 of the
+  dev-selected configuration under the budget rule once that search is complete, before it the Tables 1-2
   configuration's stage-2 run; the basis is the SVD of that encoder's own, fine-tuned ``lm_head.weight``), against
   the same encoder's embeddings, both on all 19 tasks from one set of weights (the run is not kept between sessions,
   so both sides are computed in the session that trains it: ``python -m repro.book.combinations --autoregembed``).
@@ -29,6 +30,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import autoreg_embedder_from, score_identity
 from repro.autoregembed.train import run_spec
@@ -119,8 +121,18 @@ EVAL_MAX_LENGTH = 512
 
 
 def autoreg_config(backbone: str = "smollm2-135m"):
-    """The stage-2 configuration of the book's Paper 3 Tables 1-2 page (the leaderboard's AutoRegEmbed row)."""
-    return paper3_configs(backbone)[1]
+    """The AutoRegEmbed encoder the combination filters: seed 0 of the dev-selected configuration under the budget
+    rule (page ``p3_converged``) once AutoRegEmbed's search is complete, else the stage-2 configuration of the
+    book's Paper 3 Tables 1-2 page (the leaderboard's AutoRegEmbed row)."""
+    selected = p3_converged.selected_configs(p3_converged.base_config(backbone))[p3_converged.AUTOREG]
+    return p3_converged.at_seed(selected, 0) if selected is not None else paper3_configs(backbone)[1]
+
+
+def autoreg_source(config) -> str:
+    """Which run the combination's AutoRegEmbed encoder is, for the row's label."""
+    if config.stopping == "dev":
+        return f"budget rule, dev-selected lr {config.lr:g}, {config.finetune}, {config.divergence}, seed {config.seed}"
+    return "Paper 3 Tables 1-2 run"
 
 
 def autoreg_identity(config, variant: str | None = None) -> dict:
@@ -144,7 +156,8 @@ def autoreg_pair(backbone: str = "smollm2-135m", suite: str = SUITE) -> tuple[pd
 def autoreg_row(backbone: str = "smollm2-135m", suite: str = SUITE) -> dict:
     """The AutoRegEmbed pair's row: both sides on every task and from one set of weights, or what computes it."""
     base, filtered = autoreg_pair(backbone, suite)
-    row = _compared({"question": AUTOREG_QUESTION, "kind": "trained (Paper 3)", "base": f"{backbone} AutoRegEmbed (Paper 3 Tables 1-2 run)",
+    source = autoreg_source(autoreg_config(backbone))
+    row = _compared({"question": AUTOREG_QUESTION, "kind": "trained (Paper 3)", "base": f"{backbone} AutoRegEmbed ({source})",
                      "combined": f"{backbone} AutoRegEmbed+{AUTOREG_FILTER}"},
                     base.drop(columns="weights"), filtered.drop(columns="weights"),
                     "the filter helps", "the filter hurts")
@@ -169,9 +182,10 @@ def evaluate_autoreg_filter(backbone: str = "smollm2-135m", suite: str = SUITE, 
     tasks = list(TASKS) if tasks is None else list(tasks)
     spec = run_spec(config, progress)
     if not (spec.folder / "final" / spec.weights_file).is_file():
+        command = ("scripts/p3_converged.sh" if config.stopping == "dev" else
+                   f"python -m repro.autoregembed.experiments.cli --stage align --suite {suite}")
         raise FileNotFoundError(f"AutoRegEmbed's stage-2 run {spec.folder.name} is not on this machine; train and "
-                                f"score it first: python -m repro.autoregembed.experiments.cli --stage align "
-                                f"--suite {suite}")
+                                f"score it first: {command}")
     state = {}
 
     def base():

@@ -38,6 +38,7 @@ from repro.autoregembed.experiments.scores import (
 from repro.autoregembed.experiments.search import SIDES, base_config, search_configs, selected_config
 from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.tasks import STS_TASKS
+from repro.core.tasks import TASKS as ALL_TASKS
 from repro.store.results import load_result
 from repro.training import budget, contrastive
 from repro.training import evaluation as contrastive_scores
@@ -56,6 +57,7 @@ SEEDS = (0, 1, 2)
 CURVE_SUITE = "small"
 FINAL_SUITE = "compact"
 TASKS = STS_TASKS + RETRIEVAL_TASKS
+LEADERBOARD_TASKS = tuple(ALL_TASKS)  # every task of the book's suites (the leaderboard's rows)
 EVAL_MAX_LENGTH = 512
 COMPRESSION = "compression only"
 LABELS = {"autoregembed": "AutoRegEmbed", "baseline": "best contrastive baseline"}
@@ -287,11 +289,17 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
 
 def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str] = SIDES,
             budget_points: bool = False, final_suite: str = FINAL_SUITE, curve_suite: str = CURVE_SUITE,
-            tasks: Sequence[str] = TASKS, progress: bool = True) -> list[str]:
+            tasks: Sequence[str] = TASKS, progress: bool = True,
+            leaderboard_tasks: Sequence[str] = LEADERBOARD_TASKS) -> list[str]:
     """Train (or load) and score what the page reads: each side's dev-selected configuration at every seed on
     ``final_suite``, (``budget_points``) seed 0's budget points on ``curve_suite``, and compression only on both
     suites from the stage 1 those runs started from. Stored runs and scores are skipped, so a killed call
-    resumes. Returns :func:`missing_work`."""
+    resumes. Returns :func:`missing_work`.
+
+    On ``final_suite`` every seed and compression only are also scored on ``leaderboard_tasks`` (default: every
+    task of the book's suites, the leaderboard's 19): a run's weights live in its run folder, which does not
+    outlive the session, so the book's cross-paper rows are computed while the weights are at hand."""
+    final_tasks = list(dict.fromkeys([*tasks, *leaderboard_tasks]))
     for side in sides:
         if side not in SIDES:
             raise ValueError(f"unknown side '{side}'; valid: {', '.join(SIDES)}")
@@ -304,15 +312,16 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
         for seed in seeds:
             seeded = at_seed(config, seed)
             if isinstance(seeded, AlignConfig):
-                evaluate_autoreg(seeded, final_suite, tasks, progress=progress)
+                evaluate_autoreg(seeded, final_suite, final_tasks, progress=progress)
                 if budget_points and seed == 0:
                     evaluate_autoreg_budget_points(seeded, curve_suite, tasks, progress=progress)
             else:
-                contrastive_scores.evaluate_trained(seeded, final_suite, tasks, progress=progress)
+                contrastive_scores.evaluate_trained(seeded, final_suite, final_tasks, progress=progress)
                 if budget_points and seed == 0:
                     contrastive_scores.evaluate_budget_points(seeded, curve_suite, tasks, progress=progress)
     if "autoregembed" in sides:
-        score_compression(base, seeds, (final_suite, curve_suite), tasks, progress)
+        score_compression(base, seeds, (final_suite,), final_tasks, progress)
+        score_compression(base, seeds, (curve_suite,), tasks, progress)
     return missing_work(base, seeds, final_suite, curve_suite, tasks)
 
 

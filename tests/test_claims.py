@@ -327,3 +327,53 @@ def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch
     costs = cost.stored_costs()
     assert costs.empty and cost.per_experiment(costs).empty and cost.per_run(costs).empty
     cost.per_page(costs), cost.machines(costs)
+
+
+def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place_of_the_tables_rows(monkeypatch):
+    from dataclasses import replace
+
+    from repro.autoregembed.experiments import converged as p3
+    from repro.autoregembed.experiments.baselines import contrastive_config
+    from repro.book import encode_rates, leaderboard
+    from repro.core.tasks import TASKS
+
+    base = p3.base_config("smollm2-135m")
+    autoreg = replace(base, lr=2e-6)
+    baseline = replace(contrastive_config("last token, in-batch + hard negative", base, lr=2e-4), temperature=0.02)
+    earlier = {label: pd.DataFrame({"method": label, "task": list(TASKS), "category": "STS", "score": 1.0})
+               for label in ["compression only (Paper 3)", "AutoRegEmbed (Paper 3)",
+                             *[leaderboard.baseline_label(n) for n in leaderboard.CONTRASTIVE]]}
+    monkeypatch.setattr(leaderboard, "_paper3_tables", lambda backbone: earlier)
+    assert leaderboard._paper3("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
+    monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
+    rows = [{"model": model, "seed": seed, "task": t, "category": TASKS[t].category, "score": score + seed}
+            for model, seeds, score in ((p3.AUTOREG, (0, 1, 2), 50.0), (p3.COMPRESSION, (0, 1, 2), 40.0),
+                                        (p3.BASELINE, (0, 1), 60.0))
+            for seed in seeds for t in TASKS]
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
+    rows_now = leaderboard._paper3("smollm2-135m")
+    labels = sorted(rows_now)
+    assert labels == sorted([
+        "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, full, logprob, 3 seeds",
+        "compression only (Paper 3) under the budget rule (its stage 1)",
+        "last token, in-batch + hard negative (Paper 3 baseline) under the budget rule, lr 0.0002, tau 0.02, 2 seeds"])
+    means = {label: frame["score"].mean() for label, frame in rows_now.items()}
+    assert means[labels[0]] == pytest.approx(51.0) and means[labels[-1]] == pytest.approx(60.5)  # seed-averaged
+    # the encode-rate prefixes and the missing-row commands still find these rows
+    assert all(any(label.startswith(prefix) for prefix in encode_rates.LABELS.values()) for label in labels)
+    missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), labels)
+    assert missing["computed by"].str.startswith("scripts/p3_converged.sh").all()
+    # only the baseline stored: AutoRegEmbed and compression only stay the Tables 1-2 rows
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
+        pd.DataFrame([r for r in rows if r["model"] == p3.BASELINE]), {}))
+    kept = leaderboard._paper3("smollm2-135m")
+    assert {"compression only (Paper 3)", "AutoRegEmbed (Paper 3)"} <= set(kept)
+    assert not any(label in kept for label in earlier if "baseline" in label) and len(kept) == 3
+    # their training hours: mean wall hours over the seeds behind the row's scores (a run whose scores are not
+    # all stored is left out; no stage-1 record is stored here, so nothing is added for it), under the row's label
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
+    runs = pd.DataFrame({"method": [p3.AUTOREG, p3.AUTOREG, p3.BASELINE, p3.BASELINE], "seed": [0, 1, 0, 2],
+                         "wall hours (run: steps + dev evaluations)": [1.0, 2.0, 0.5, 9.0]})
+    monkeypatch.setattr(p3, "run_table", lambda b, seeds=p3.SEEDS: runs)
+    hours = leaderboard._paper3_budget_hours("smollm2-135m")
+    assert hours == {labels[0]: 1.5, labels[-1]: 0.5}

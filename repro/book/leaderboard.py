@@ -6,8 +6,9 @@ Each row's per-task scores come from the store its method writes to:
 * the untrained last token and mean (no prompt): ``autoreg_untrained``;
 * PromptEOL and Echo, raw and with EmbedFilter edge/2: the EmbedFilter sweeps (``embedfilter``);
 * Paper 1's five designs under the declared budget rule, averaged over their stored seeds (``trained_scores``);
-* Paper 3's contrastive baselines, compression only and AutoRegEmbed (``trained_scores``, ``autoreg_scores``)
-  at the book's Tables 1-2 configuration;
+* Paper 3's compression only, AutoRegEmbed and contrastive baselines (``autoreg_scores``, ``trained_scores``):
+  under the budget rule (page ``p3_converged``: the dev-selected configurations, seed-averaged) where stored on
+  every task, else at the book's Tables 1-2 configuration;
 * all-MiniLM-L6-v2 as an independent reference (``reference_minilm``).
 
 :func:`leaderboard_scores` gathers them; :func:`missing_rows` lists what a full row still lacks and the command
@@ -22,6 +23,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
@@ -108,7 +110,69 @@ def paper3_configs(backbone: str = "smollm2-135m"):
     return page_configs(**(params | {"recompute": False}))
 
 
+BUDGET_RULE = " under the budget rule"  # appended to a Paper 3 label (so the encode-rate prefixes still match)
+
+
+def _seeds(n: int) -> str:
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
+def paper3_budget_labels(backbone: str = "smollm2-135m", seeds: dict[str, int] | None = None) -> dict[str, str]:
+    """Row labels of Paper 3's methods under the budget rule (page ``p3_converged``), by that page's method name
+    (AutoRegEmbed, the best contrastive baseline, compression only); ``seeds``: seeds stored per method."""
+    seeds = seeds or {}
+    selected = p3_converged.selected_configs(p3_converged.base_config(backbone))
+    labels = {p3_converged.COMPRESSION: f"compression only (Paper 3){BUDGET_RULE} (its stage 1)"}
+    autoreg = selected[p3_converged.AUTOREG]
+    if autoreg is not None:
+        labels[p3_converged.AUTOREG] = (f"AutoRegEmbed (Paper 3){BUDGET_RULE}, lr {autoreg.lr:g}, {autoreg.finetune}, "
+                                        f"{autoreg.divergence}, {_seeds(seeds.get(p3_converged.AUTOREG, 0))}")
+    baseline = selected[p3_converged.BASELINE]
+    if baseline is not None:
+        name = next(n for n, (m, hard) in CONTRASTIVE.items()
+                    if m == baseline.model and hard == baseline.hard_negatives)
+        labels[p3_converged.BASELINE] = (f"{baseline_label(name)}{BUDGET_RULE}, lr {baseline.lr:g}, "
+                                         f"tau {baseline.temperature:g}, "
+                                         f"{_seeds(seeds.get(p3_converged.BASELINE, 0))}")
+    return labels
+
+
+def _paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The budget-rule page's stored scores on every task of the suite (model, seed, task, category, score) and
+    each method's row label (seeds counted over those scores)."""
+    frame, _ = p3_converged.final_scores(p3_converged.base_config(backbone), p3_converged.SEEDS, SUITE, list(TASKS))
+    if frame.empty:
+        return frame, {}
+    return frame, paper3_budget_labels(backbone, frame.groupby("model")["seed"].nunique().to_dict())
+
+
+def _paper3_budget_rule(backbone: str) -> dict[str, pd.DataFrame]:
+    """Paper 3's methods under the budget rule: each dev-selected configuration averaged over its seeds stored on
+    every task, and compression only from the stage 1 those seeds started from (empty while none is stored)."""
+    frame, labels = _paper3_budget_frame(backbone)
+    out = {}
+    for model, part in frame.groupby("model"):
+        per_task = part.groupby(["task", "category"], as_index=False)["score"].mean()
+        out[labels[model]] = per_task.assign(method=labels[model])[["method", "task", "category", "score"]]
+    return out
+
+
 def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
+    """Paper 3's rows: under the budget rule where stored on every task (AutoRegEmbed with its compression only;
+    the dev-selected contrastive baseline), else at the Tables 1-2 configuration (its four baselines)."""
+    later = _paper3_budget_rule(backbone)
+    if later:
+        earlier = _paper3_tables(backbone)
+        drop = set()
+        if any(label.startswith("AutoRegEmbed") for label in later):
+            drop |= {"compression only (Paper 3)", "AutoRegEmbed (Paper 3)"}
+        if any("baseline" in label for label in later):
+            drop |= {baseline_label(name) for name in CONTRASTIVE}
+        return {**{k: v for k, v in earlier.items() if k not in drop}, **later}
+    return _paper3_tables(backbone)
+
+
+def _paper3_tables(backbone: str) -> dict[str, pd.DataFrame]:
     compress, align = paper3_configs(backbone)
     tasks = list(TASKS)
     out = {}
@@ -133,7 +197,8 @@ def _minilm() -> dict[str, pd.DataFrame]:
     return {label: pd.DataFrame(columns=["method", "task", "category", "score"])}
 
 
-ROWS = {  # label part -> (paper, the command that computes a missing task)
+ROWS = {  # label part -> (paper, the command that computes a missing task); the first part found wins
+    BUDGET_RULE: ("3", "scripts/p3_converged.sh (in the session that trains the run)"),
     "last token (untrained)": ("-", "repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
     "mean (untrained)": ("-", "repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
     "PromptEOL": ("2", "repro embedfilter --prompt prompteol --suite compact"),
@@ -227,6 +292,7 @@ def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     for model, part in (runs.groupby("model") if len(runs) else []):
         label = _paper1_label(model, part["seed"].nunique())
         hours[label] = float(part["wall hours (run: steps + dev evaluations)"].mean())
+    hours.update(_paper3_budget_hours(backbone))
     compress, align = paper3_configs(backbone)
     stage1 = load_result(AUTOREG_RUNS, ar_run_params(compress))
     stage2 = load_result(AUTOREG_RUNS, ar_run_params(align))
@@ -240,6 +306,25 @@ def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
         if record is not None:
             hours[baseline_label(name)] = record["summary"]["train_seconds"] / 3600
     return pd.Series(hours, name="training hours")
+
+
+def _paper3_budget_hours(backbone: str) -> dict[str, float]:
+    """Wall-clock hours of Paper 3's budget-rule runs (steps and dev evaluations, mean over seeds; stage 1 counted
+    in both compression only and AutoRegEmbed)."""
+    base = p3_converged.base_config(backbone)
+    runs = p3_converged.run_table(base)
+    frame, labels = _paper3_budget_frame(backbone)  # the rows' labels: seeds counted over the stored scores
+    if runs.empty or frame.empty:
+        return {}
+    runs = runs[[(m, s) in set(zip(frame["model"], frame["seed"])) for m, s in zip(runs["method"], runs["seed"])]]
+    stage1 = p3_converged.compression_config(base)
+    record = None if stage1 is None else load_result(AUTOREG_RUNS, ar_run_params(stage1))
+    first = 0.0 if record is None else record["summary"]["train_seconds"] / 3600
+    hours = {labels[p3_converged.COMPRESSION]: first} if record is not None and p3_converged.AUTOREG in labels else {}
+    for method, part in runs.groupby("method"):  # the runs behind the row's scores
+        hours[labels[method]] = (float(part["wall hours (run: steps + dev evaluations)"].mean())
+                                 + (first if method == p3_converged.AUTOREG else 0.0))
+    return hours
 
 
 def dimensions(scores: pd.DataFrame, backbone: str = "smollm2-135m") -> pd.Series:

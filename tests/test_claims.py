@@ -354,8 +354,8 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     rows_now = leaderboard._paper3("smollm2-135m")
     labels = sorted(rows_now)
     assert labels == sorted([
-        "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, full, logprob, 3 seeds",
-        "compression only (Paper 3) under the budget rule (its stage 1)",
+        "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, logprob, 3 seeds",
+        "compression only (Paper 3) under the budget rule (the stage 1 of its seeds)",
         "last token, in-batch + hard negative (Paper 3 baseline) under the budget rule, lr 0.0002, tau 0.02, 2 seeds"])
     means = {label: frame["score"].mean() for label, frame in rows_now.items()}
     assert means[labels[0]] == pytest.approx(51.0) and means[labels[-1]] == pytest.approx(60.5)  # seed-averaged
@@ -363,6 +363,19 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     assert all(any(label.startswith(prefix) for prefix in encode_rates.LABELS.values()) for label in labels)
     missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), labels)
     assert missing["computed by"].str.startswith("scripts/p3_converged.sh").all()
+    # AutoRegEmbed stored without its compression only (e.g. a stage 1 retrained since): that row stays as it was
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
+        pd.DataFrame([r for r in rows if r["model"] != p3.COMPRESSION]), {}))
+    assert "compression only (Paper 3)" in leaderboard._paper3("smollm2-135m")
+    # a LoRA selection is named apart: no encode rate of the fully fine-tuned encoder is read for it
+    lora_run = replace(autoreg, finetune="lora", compress=replace(autoreg.compress, finetune="lora"))
+    monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: lora_run,
+                                                           p3.BASELINE: baseline})
+    lora = leaderboard.paper3_budget_labels("smollm2-135m", {p3.AUTOREG: 3})
+    assert lora[p3.AUTOREG].startswith("AutoRegEmbed, LoRA (Paper 3) under the budget rule")
+    assert not any(lora[m].startswith(prefix) for m in (p3.AUTOREG, p3.COMPRESSION)
+                   for prefix in encode_rates.LABELS.values())
+    monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
     # only the baseline stored: AutoRegEmbed and compression only stay the Tables 1-2 rows
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] == p3.BASELINE]), {}))

@@ -44,12 +44,12 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
     from repro.autoregembed.experiments import search
 
     base, align, baseline = tiny_search
-    args = dict(final_suite=SUITE, curve_suite=SUITE, tasks=TASKS)
+    args = dict(final_suite=SUITE, curve_suite=SUITE, tasks=TASKS, leaderboard_tasks=EXTRA)
     assert converged.missing_work(base, (0, 1), **args)[0] == f"AutoRegEmbed seed 0 on {SUITE}"
-    todo = converged.compute(base, (0, 1), progress=False, leaderboard_tasks=EXTRA, **args)  # no budget points yet
+    todo = converged.compute(base, (0, 1), progress=False, **args)  # no budget points yet
     assert len(todo) == 2 and all(t.startswith(f"{label} budget points (seed 0, {SUITE}): steps ")
                                   for t, label in zip(todo, converged.LABELS.values()))
-    assert converged.compute(base, (0, 1), budget_points=True, progress=False, leaderboard_tasks=EXTRA, **args) == []
+    assert converged.compute(base, (0, 1), budget_points=True, progress=False, **args) == []
     # every seed of both sides and compression only are also scored on the leaderboard's tasks (the final suite)
     for seed in (0, 1):
         assert set(stored_per_task(SCORES_EXPERIMENT, score_identity(converged.at_seed(align, seed)), SUITE,
@@ -58,6 +58,16 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
                                    contrastive_scores.score_identity(converged.at_seed(baseline, seed)), SUITE,
                                    TASKS + list(EXTRA))) == set(TASKS) | set(EXTRA)
     assert set(stored_per_task(SCORES_EXPERIMENT, score_identity(align.compress), SUITE, list(EXTRA))) == set(EXTRA)
+    # a seed whose weights are gone is never retrained for the leaderboard's tasks alone: it is listed instead
+    import shutil
+
+    more = ("STS13",)
+    folder = ensure_trained(run_spec(converged.at_seed(align, 1), progress=False))[0]
+    shutil.rmtree(folder)
+    todo = converged.compute(base, (0, 1), progress=False, **(args | {"leaderboard_tasks": EXTRA + more}))
+    assert f"{converged.AUTOREG} seed 1 on {SUITE}, the leaderboard's 2 other tasks" in todo
+    assert f"{converged.AUTOREG} seed 0 on {SUITE}, the leaderboard's 2 other tasks" not in todo  # (weights here)
+    assert not folder.exists()
     # compression only is the selected run's stage 1; the page base's own stage 1 was never trained or scored
     assert converged.compression_config(base) == align.compress
     assert stored_per_task(SCORES_EXPERIMENT, score_identity(base.compress), SUITE, TASKS) == {}
@@ -103,8 +113,9 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
     assert "stage1_weights" in converged.compression_identity(align.compress, digest, SUITE, TASKS)
     assert converged.COMPRESSION not in set(converged.final_scores(base, (0, 1), SUITE, TASKS)[0].model)
     assert converged.missing_work(base, (0, 1), **args) == [f"compression only on {SUITE} (stage-1 weights "
-                                                            f"{digest[:12]})"] * 2
-    assert converged.compute(base, (0, 1), budget_points=True, progress=False, leaderboard_tasks=EXTRA, **args) == []
+                                                            f"{digest[:12]})"] * 2 + [
+        f"compression only seed {s} on {SUITE}, the leaderboard's 1 other tasks" for s in (0, 1)]
+    assert converged.compute(base, (0, 1), budget_points=True, progress=False, **args) == []
     again = converged.compression_scores(align.compress, digest, SUITE, TASKS)
     assert {r["weights_sha256"] for r in again.values()} == {digest}
     assert json.loads(tampered.read_text())["weights_sha256"] == "0" * 64  # the other page's record untouched

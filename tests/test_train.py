@@ -72,8 +72,19 @@ def test_batches_are_a_function_of_seed_and_step_and_cover_each_epoch():
 
 
 def test_train_saves_reloads_and_resumes_exactly(tiny_dir, tmp_path, monkeypatch):
+    from repro.training.lora import merged_for_inference
+
     config = _config(tiny_dir, steps=4)
+    merges = []
+
+    def spy(model):  # every dev evaluation encodes with the adapters merged into a copy, never the trained model
+        merged = merged_for_inference(model)
+        merges.append(merged is not model)
+        return merged
+
+    monkeypatch.setattr(train_module, "merged_for_inference", spy)
     full = train(config, tmp_path / "full", progress=False)
+    assert merges and all(merges) and len(merges) == sum("validation_sts" in r for r in full["history"])
     assert full["examples_seen"] == 16 and full["tokens_seen"] > 0 and full["head_parameters"] > 0
     assert full["history"][0]["step"] == 0 and "validation_sts" in full["history"][0]
     model, loaded_config = load_trained(tmp_path / "full" / "final")
@@ -255,6 +266,7 @@ def test_task_instructions_go_before_query_side_texts_only(tiny_dir):
     embedder = train_module.TrainedEmbedder(train_module.build_model(config), config, max_length=256)
     texts = ["A man is playing a guitar.", "Rain tomorrow."]
     plain = embedder.encode(texts)
+    assert embedder.inference_model is not embedder.model  # encoded through the merged copy
     instructed = embedder.encode(texts, instruction=INSTRUCTIONS["STS12"])
     assert instructed.shape == plain.shape and not np.allclose(plain, instructed)
     np.testing.assert_array_equal(embedder.encode(texts), plain)  # the plain path is unchanged afterwards

@@ -2,8 +2,9 @@
 Embedder, every method on the same texts, in one process, each call from an empty states cache.
 
 Speed depends on what a method runs, not on the values of its trained weights: the prompt around the text,
-Echo's second copy, causal or bidirectional attention, unmerged LoRA adapters, a pooling head over one layer or
-all of them, compression tokens, the filter's matrix product. So a trained method is timed with a freshly built
+Echo's second copy, causal or bidirectional attention, LoRA adapters (merged into a copy at the first encode since
+2026-12-03, :func:`repro.training.lora.merged_for_inference`; rates stored before were timed unmerged), a pooling
+head over one layer or all of them, compression tokens, the filter's matrix product. So a trained method is timed with a freshly built
 model of exactly its configuration (:func:`repro.training.contrastive.build_model`,
 :func:`repro.autoregembed.model.build_autoreg`): nothing is trained or loaded from ``weights/`` to time it, and a
 method's rate can be stored before its scores are.

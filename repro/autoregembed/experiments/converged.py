@@ -258,10 +258,12 @@ def with_earlier(earlier: pd.DataFrame, now: pd.DataFrame) -> pd.DataFrame:
 
 
 def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: str = FINAL_SUITE,
-                 curve_suite: str = CURVE_SUITE, tasks: Sequence[str] = TASKS) -> list[str]:
+                 curve_suite: str = CURVE_SUITE, tasks: Sequence[str] = TASKS,
+                 leaderboard_tasks: Sequence[str] = LEADERBOARD_TASKS) -> list[str]:
     """What is not stored yet, in the order :func:`compute` computes it (empty: the page is complete): the
-    searches, compression only on both suites, every seed of each selection on ``final_suite`` (all tasks), and
-    every budget point of seed 0's runs (all tasks at each)."""
+    searches, compression only on both suites, every seed of each selection on ``final_suite`` (all tasks), every
+    budget point of seed 0's runs (all tasks at each), and last the leaderboard's tasks of each seed on
+    ``final_suite`` (those need the run's weights: a run folder gone means retraining)."""
     selected = selected_configs(base)
     todo = [f"the {side} search" for side, label in LABELS.items() if selected[label] is None]
     if todo:
@@ -284,6 +286,13 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
             todo.append(f"{label} budget points (seed 0, {curve_suite}): "
                         + ("the run is not stored" if record is None else
                            "steps " + ", ".join(str(s) for s in sorted(expected - stored))))
+    extra = [t for t in leaderboard_tasks if t not in tasks]
+    if extra:
+        board, _ = final_scores(base, seeds, final_suite, list(tasks) + extra)
+        for label in [*LABELS.values(), COMPRESSION]:
+            have = set(board.loc[board.model == label, "seed"])
+            todo += [f"{label} seed {s} on {final_suite}, the leaderboard's {len(extra)} other tasks" for s in seeds
+                     if s not in have and (label != COMPRESSION or s in set(board.loc[board.model == AUTOREG, "seed"]))]
     return todo
 
 
@@ -311,18 +320,27 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
                               "first") from None
         for seed in seeds:
             seeded = at_seed(config, seed)
-            if isinstance(seeded, AlignConfig):
-                evaluate_autoreg(seeded, final_suite, final_tasks, progress=progress)
-                if budget_points and seed == 0:
-                    evaluate_autoreg_budget_points(seeded, curve_suite, tasks, progress=progress)
-            else:
-                contrastive_scores.evaluate_trained(seeded, final_suite, final_tasks, progress=progress)
-                if budget_points and seed == 0:
-                    contrastive_scores.evaluate_budget_points(seeded, curve_suite, tasks, progress=progress)
+            autoreg = isinstance(seeded, AlignConfig)
+            score = (evaluate_autoreg if autoreg else contrastive_scores.evaluate_trained)
+            score(seeded, final_suite, tasks, progress=progress)  # trains the run if it is not stored
+            if len(final_tasks) > len(tasks) and _weights_here(seeded):  # never retrain for the leaderboard alone
+                score(seeded, final_suite, final_tasks, progress=progress)
+            if budget_points and seed == 0:
+                (evaluate_autoreg_budget_points if autoreg else contrastive_scores.evaluate_budget_points)(
+                    seeded, curve_suite, tasks, progress=progress)
     if "autoregembed" in sides:
-        score_compression(base, seeds, (final_suite,), final_tasks, progress)
-        score_compression(base, seeds, (curve_suite,), tasks, progress)
-    return missing_work(base, seeds, final_suite, curve_suite, tasks)
+        score_compression(base, seeds, (final_suite, curve_suite), tasks, progress)
+        stage1 = compression_config(base)
+        if len(final_tasks) > len(tasks) and stage1 is not None and _weights_here(stage1):
+            score_compression(base, seeds, (final_suite,), final_tasks, progress)
+    return missing_work(base, seeds, final_suite, curve_suite, tasks, leaderboard_tasks)
+
+
+def _weights_here(config) -> bool:
+    """Whether a run's trained weights (either stage, or a contrastive baseline) are on this machine (its run
+    folder's ``final``)."""
+    spec = contrastive.run_spec(config) if isinstance(config, TrainConfig) else ar_train.run_spec(config)
+    return (spec.folder / "final" / spec.weights_file).is_file()
 
 
 def score_compression(base: AlignConfig, seeds: Sequence[int], suites: Sequence[str], tasks: Sequence[str],

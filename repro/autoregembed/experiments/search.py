@@ -107,12 +107,12 @@ def search_configs(side: str, base: AlignConfig) -> dict[str, AlignConfig | Trai
 def search_table(base: AlignConfig) -> pd.DataFrame:
     """Every search run of both sides (stored records only; missing runs listed as not run): the dev signal at
     step 0 and at the selected step, where the run stopped, what it saw, its CPU time, and which run dev selects
-    on each side."""
+    on each side (marked only once that side's whole search is stored: a best-so-far is not a selection)."""
     rows = []
     for side in SIDES:
         for label, config in search_configs(side, base).items():
             record = _record(config)
-            row = {"side": side, "run": label, "lr": config.lr, "stored": record is not None}
+            row = {"side": side, "run": label, "lr": f"{config.lr:g}", "stored": record is not None}
             if record is not None:
                 summary = record["summary"]
                 start = budget.evaluations(record["rows"])[0][1]  # the stored record keeps the history as rows
@@ -123,9 +123,14 @@ def search_table(base: AlignConfig) -> pd.DataFrame:
                             "CPU hours": summary["train_cpu_seconds"] / 3600})
             rows.append(row)
     table = pd.DataFrame(rows)
-    if "dev selected" in table:
-        best = table.dropna(subset=["dev selected"]).groupby("side")["dev selected"].idxmax()
-        table["selected by dev"] = table.index.isin(best.values)
+    table["selected by dev"] = False  # marked once a side's whole search (both phases) is stored
+    for side in SIDES:
+        try:
+            chosen = selected_config(side, base)
+        except LookupError:
+            continue
+        labels = [label for label, config in search_configs(side, base).items() if config == chosen]
+        table.loc[(table.side == side) & table.run.isin(labels), "selected by dev"] = True
     return table
 
 

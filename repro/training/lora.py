@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from torch import nn
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -23,9 +25,7 @@ def merged_for_inference(model: nn.Module) -> nn.Module:
     ``model`` is left untouched (merging in place and unmerging later would not restore ``W`` bit for bit). A
     model without adapters, or off the CPU, is returned as it is: on a GPU the copy would double the model's memory
     (14 GB more for a 7B model in bf16 at the paper's scale) for launches that cost little there."""
-    import copy
-
-    from peft import PeftModel
+    from peft import PeftModel  # (here: peft costs 2-5 s to import, and reading pages need none)
 
     if not isinstance(model.backbone.model, PeftModel) or next(model.parameters()).device.type != "cpu":
         return model

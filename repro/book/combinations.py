@@ -181,7 +181,7 @@ def evaluate_autoreg_filter(backbone: str = "smollm2-135m", suite: str = SUITE, 
     config = autoreg_config(backbone) if config is None else config
     tasks = list(TASKS) if tasks is None else list(tasks)
     spec = run_spec(config, progress)
-    if not (spec.folder / "final" / spec.weights_file).is_file():
+    if not spec.weights_here:
         command = ("scripts/p3_converged.sh" if config.stopping == "dev" else
                    f"python -m repro.autoregembed.experiments.cli --stage align --suite {suite}")
         raise FileNotFoundError(f"AutoRegEmbed's stage-2 run {spec.folder.name} is not on this machine; train and "

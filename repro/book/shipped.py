@@ -61,7 +61,7 @@ def ship(backbone: str, method: str, seed: int) -> Path:
     in float16 (written atomically)."""
     config = converged_config(backbone, TRAINED_RECIPES[method], seed)
     spec = run_spec(config, progress=False)
-    if not (spec.folder / "final" / spec.weights_file).is_file():
+    if not spec.weights_here:
         raise FileNotFoundError(f"{spec.folder} holds no trained weights on this machine: train the run first "
                                 f"(python -m repro.pooling_attention.trained --converged --backbone {backbone} "
                                 f"--model {TRAINED_RECIPES[method]} --seed {seed})")

@@ -74,6 +74,11 @@ class RunSpec:
     def folder(self) -> Path:
         return runs_dir() / self.name
 
+    @property
+    def weights_here(self) -> bool:
+        """Whether this machine holds the run's trained weights (``folder/final/<weights_file>``)."""
+        return (self.folder / "final" / self.weights_file).is_file()
+
 
 def ensure_trained(spec: RunSpec, refresh_record: bool = False) -> tuple[Path, dict]:
     """Train the run once and store its record; returns its folder and the record, without loading it.
@@ -94,7 +99,7 @@ def ensure_trained(spec: RunSpec, refresh_record: bool = False) -> tuple[Path, d
 
     with exclusive(f"run {folder}"):
         record = load_or_compute(spec.experiment, spec.params, compute, recompute=refresh_record)
-        if not (folder / "final" / spec.weights_file).is_file():
+        if not spec.weights_here:
             _train(spec, folder)  # record stored, weights missing on this machine: retrain
     return folder, record
 

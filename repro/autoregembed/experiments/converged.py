@@ -339,8 +339,7 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
 def _weights_here(config) -> bool:
     """Whether a run's trained weights (either stage, or a contrastive baseline) are on this machine (its run
     folder's ``final``)."""
-    spec = contrastive.run_spec(config) if isinstance(config, TrainConfig) else ar_train.run_spec(config)
-    return (spec.folder / "final" / spec.weights_file).is_file()
+    return (contrastive.run_spec(config) if isinstance(config, TrainConfig) else ar_train.run_spec(config)).weights_here
 
 
 def score_compression(base: AlignConfig, seeds: Sequence[int], suites: Sequence[str], tasks: Sequence[str],

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from repro.book.notebook import suite_caps_text
 from repro.core import tasks
 from repro.core.tasks import SUITES, TASKS, data_fingerprint, offline_task, read_task, suite_tasks
 from repro.store.paths import DATA_ENV, data_dir
@@ -113,3 +114,12 @@ def test_fast_classification_metrics_equal_mteb_on_the_label_column():
     column = Dataset.from_dict({"label": [0, 1, 2, 1, 0, 2, 2, 1]})["label"]
     pred = np.array([0, 1, 1, 1, 0, 2, 0, 1])
     assert task._calculate_scores(column, pred) == base._calculate_scores(task, list(column), pred)
+
+
+def test_suite_caps_in_words_name_every_cap_of_the_suite():
+    text = suite_caps_text("compact")
+    assert text.startswith("at most 500 STS pairs, 300 classification test examples, 1,000 classification training")
+    assert "60 Imdb test texts" in text and "uncapped: clustering documents" in text and text.endswith("seed 0")
+    assert "1,500 STS pairs" in suite_caps_text("standard")
+    with pytest.raises(ValueError, match="unknown suite"):
+        suite_caps_text("compactt")

@@ -396,3 +396,4 @@ def suite_tasks(suite: str = "standard", names: list[str] | None = None, offline
 def describe_suite(suite: str) -> dict:
     return {"suite": suite, **asdict(suite_caps(suite)),
             "imdb_test_cap": LONG_TEXT_TEST_CAP.get(suite)}
+

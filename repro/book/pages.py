@@ -65,7 +65,10 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "p1_converged": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 5], "seeds": [0],
                   "suite": "smoke", "budget_suite": "smoke", "curve_pairs": [[1, 5]]},
-        "standard": {"profile": "standard", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5],
+        # Table 5's backbone: models 1, 4 and 5 (the issue's seeds rule) on its 17 tasks
+        "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "models": [1, 2, 3, 4, 5],
+                     "backbone_models": {"gemma3-270m": [1, 4, 5]},
+                     "backbone_tasks": {"gemma3-270m": P1_ROBUSTNESS_TASKS},
                      "seeds": [0, 1, 2], "suite": "compact", "budget_suite": "small", "curve_pairs": [[1, 5], [4, 5]]},
     },
     "p1_robustness": {

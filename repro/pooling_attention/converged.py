@@ -56,12 +56,12 @@ def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEE
 
 
 def instruction_comparison(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS,
-                           suite: str = "compact") -> pd.DataFrame:
+                           suite: str = "compact", tasks: Sequence[str] | None = None) -> pd.DataFrame:
     """Per (model, seed) scored both ways on every task: the mean with plain inputs (as trained) and with Tang &
     Yang's E5-style task instructions before the query-side texts (the official evaluation's inputs), their
     difference (instructed minus plain, x100) and the Wilcoxon test over tasks."""
-    plain, _ = converged_scores(backbone, models, seeds, suite)
-    instructed, _ = converged_scores(backbone, models, seeds, suite, instructions=instructions_key(TANG_YANG))
+    plain, _ = converged_scores(backbone, models, seeds, suite, tasks)
+    instructed, _ = converged_scores(backbone, models, seeds, suite, tasks, instructions=instructions_key(TANG_YANG))
     columns = ["model", "seed", "tasks", "plain", "instructed", "difference", "p (Wilcoxon)", "verdict"]
     rows = []
     for (model, seed), part in instructed.groupby(["model", "seed"]):
@@ -118,10 +118,11 @@ def budget_curve(backbone: str, model, seed: int = 0, suite: str = "small",
                         list(TASKS) if tasks is None else tasks, model)
 
 
-def curve_seed(backbone: str, models: Sequence, seeds: Sequence[int], suite: str = "small") -> int | None:
+def curve_seed(backbone: str, models: Sequence, seeds: Sequence[int], suite: str = "small",
+               tasks: Sequence[str] | None = None) -> int | None:
     """The first of ``seeds`` whose runs of every model in ``models`` have budget points stored (a budget curve
     compares the checkpoints of runs with the same seed); None when no seed has them all."""
     for seed in seeds:
-        if all(len(budget_curve(backbone, m, seed, suite)[0]) for m in models):
+        if all(len(budget_curve(backbone, m, seed, suite, tasks)[0]) for m in models):
             return seed
     return None

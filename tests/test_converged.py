@@ -58,11 +58,28 @@ def test_a_budget_curve_pairs_runs_of_the_first_seed_whose_points_are_all_stored
     from repro.pooling_attention import converged
 
     stored = {(1, 1), (5, 1), (1, 0), (5, 2)}  # (model, seed) with budget points
-    monkeypatch.setattr(converged, "budget_curve", lambda backbone, model, seed, suite: (
-        pd.DataFrame({"score": [1.0]}) if (model, seed) in stored else pd.DataFrame(), {}))
+    asked = []
+    monkeypatch.setattr(converged, "budget_curve", lambda backbone, model, seed, suite, tasks=None: (
+        asked.append(tasks),
+        pd.DataFrame({"score": [1.0]}) if (model, seed) in stored else pd.DataFrame(), {})[1:])
     assert converged.curve_seed("smollm2-135m", [1, 5], [0, 1, 2]) == 1
     assert converged.curve_seed("smollm2-135m", [1, 5], [2, 0]) is None
     assert converged.curve_seed("smollm2-135m", [1], [2, 0]) == 0
+    # a backbone scored on fewer tasks (gemma3's 17) looks for its curves on those tasks
+    assert converged.curve_seed("gemma3-270m", [1, 5], [1], tasks=["STS12"]) == 1 and asked[-1] == ["STS12"]
+
+
+def test_the_budget_points_are_scored_on_the_runs_tasks(monkeypatch):
+    from repro.pooling_attention import trained
+
+    calls = []
+    monkeypatch.setattr(trained, "evaluate_trained", lambda config, suite, tasks, **k: pd.DataFrame(
+        {"task": ["STS12"], "main_score": [0.5]}))
+    monkeypatch.setattr(trained, "evaluate_budget_points", lambda config, **k: calls.append(k) or pd.DataFrame(
+        {"budget_step": [30], "task": ["STS12"], "main_score": [0.5]}))
+    trained.main(["--converged", "--backbone", "gemma3-270m", "--model", "1", "--tasks", "STS12", "SciFact",
+                  "--budget-points"])
+    assert calls == [{"tasks": ["STS12", "SciFact"]}]
 
 
 def test_the_converged_command_takes_the_input_format_and_keeps_the_default_runs_keys(monkeypatch):
@@ -89,7 +106,7 @@ def test_the_instruction_variant_is_compared_with_plain_inputs_per_run(monkeypat
     instructed = _frame({4: 2.0}, seeds=(1,))
     asked = []
 
-    def scores(backbone, models, seeds, suite, instructions=None):
+    def scores(backbone, models, seeds, suite, tasks=None, instructions=None):
         asked.append(instructions)
         return (plain if instructions is None else instructed), {}
 

@@ -60,8 +60,9 @@ def instruction_comparison(backbone: str, models: Sequence, seeds: Sequence[int]
     """Per (model, seed) scored both ways on every task: the mean with plain inputs (as trained) and with Tang &
     Yang's E5-style task instructions before the query-side texts (the official evaluation's inputs), their
     difference (instructed minus plain, x100) and the Wilcoxon test over tasks."""
-    plain, _ = converged_scores(backbone, models, seeds, suite, tasks)
-    instructed, _ = converged_scores(backbone, models, seeds, suite, tasks, instructions=instructions_key(TANG_YANG))
+    plain, _ = converged_scores(backbone, models, seeds, suite, tasks=tasks)
+    instructed, _ = converged_scores(backbone, models, seeds, suite, tasks=tasks,
+                                     instructions=instructions_key(TANG_YANG))
     columns = ["model", "seed", "tasks", "plain", "instructed", "difference", "p (Wilcoxon)", "verdict"]
     rows = []
     for (model, seed), part in instructed.groupby(["model", "seed"]):

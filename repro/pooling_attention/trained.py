@@ -59,7 +59,7 @@ def main(argv=None):
     parser.add_argument("--instructions", action="store_true",
                         help="also score with Tang & Yang's task instructions before the query-side texts")
     parser.add_argument("--budget-points", action="store_true",
-                        help="also score the run's log-spaced budget checkpoints on the small suite")
+                        help="also score the run's log-spaced budget checkpoints on the small suite (on --tasks)")
     parser.add_argument("--recompute-stale", action="store_true",
                         help="recompute the stored scores that come from other weights than the local run folder's "
                              "(e.g. the weights were lost and retrained on another machine)")
@@ -74,7 +74,7 @@ def main(argv=None):
         df = evaluate_trained(config, suite, tasks, instructions=TANG_YANG)
         print(df.groupby("task")["main_score"].mean().to_string())
     if points:
-        curve = evaluate_budget_points(config)
+        curve = evaluate_budget_points(config, tasks=tasks)
         print(curve.groupby(["budget_step", "task"])["main_score"].mean().unstack(0).to_string())
 
 

@@ -5,6 +5,10 @@
 # One run = one model x one seed; resumable within a session (run folders are not committed).
 #   scripts/p1_converged.sh 1:0 5:0 4:0            # smollm2-135m, model:seed pairs
 #   BACKBONE=gemma3-270m TASKS="..." scripts/p1_converged.sh 1:0
+# Two runs at once on a small machine: one torch thread each (benchmarks/lanes.py: two lanes of two threads
+# oversubscribe the cores and are slower than one lane), e.g.
+#   OMP_NUM_THREADS=1 nohup scripts/p1_converged.sh 2:0 > logs/a.log 2>&1 &
+#   OMP_NUM_THREADS=1 nohup scripts/p1_converged.sh 3:0 > logs/b.log 2>&1 &
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backbone=${BACKBONE:-smollm2-135m}

@@ -7,6 +7,7 @@
 # Everything resumes and skips what is stored; run folders are not committed, so a session that trains a run
 # should also score it. SIDES="baseline" scripts/p3_converged.sh runs one side only.
 #   scripts/p3_converged.sh                 # smollm2-135m, both sides
+# Beside another long run: OMP_NUM_THREADS=1 for each (see benchmarks/lanes.py and scripts/p1_converged.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backbone=${BACKBONE:-smollm2-135m}

@@ -10,7 +10,8 @@ import pytest
 from repro.core.embedder import Embedder
 from repro.core.paired import paired_test
 from repro.core.scoring import evaluate_per_task
-from repro.core.tasks import data_fingerprint, describe_suite
+from repro.core.suites import describe_suite
+from repro.core.tasks import data_fingerprint
 from repro.store.results import decode_array, encode_array, load_result
 
 TASKS = ["SciFact", "ArguAna", "Banking77Classification", "TwitterURLCorpus", "TwentyNewsgroupsClustering", "STS17"]

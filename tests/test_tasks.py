@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from repro.book.notebook import suite_caps_text
 from repro.core import tasks
-from repro.core.tasks import SUITES, TASKS, data_fingerprint, offline_task, read_task, suite_tasks
+from repro.core.suites import SUITES, suite_caps_text
+from repro.core.tasks import TASKS, data_fingerprint, offline_task, read_task, suite_tasks
 from repro.store.paths import DATA_ENV, data_dir
 
 

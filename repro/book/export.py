@@ -38,7 +38,7 @@ from repro.book.recipes import EVAL_MAX_LENGTH, from_recipe, recipe_scores
 from repro.core.backbones import resolve
 from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.prompts import get_prompt
-from repro.core.tasks import describe_suite
+from repro.core.suites import describe_suite
 from repro.store.atomic import atomic_dir
 from repro.training.contrastive import TrainedEmbedder
 

@@ -23,7 +23,7 @@ from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
 from repro.core.comparison import per_task_scores
 from repro.core.seeds import seeded_claims
-from repro.core.tasks import describe_suite
+from repro.core.suites import describe_suite
 from repro.embedfilter.claims import best_variant_tests, tests_against_raw
 from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN

@@ -10,7 +10,6 @@ import warnings
 
 import matplotlib as mpl
 
-from repro.core.tasks import LONG_TEXT_TEST_CAP, suite_caps
 from repro.store.paths import offline
 
 
@@ -84,26 +83,3 @@ def say(text: str, width: int = 78) -> None:
     """Print a long statement (e.g. a page's scale) wrapped, so the rendered page needs no scrolling."""
 
     print(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))
-
-
-_CAP_WORDS = (("sts_pairs", "STS pairs"), ("cls_test", "classification test examples"),
-              ("cls_train", "classification training examples"), ("clustering_docs", "clustering documents"),
-              ("clustering_subsets", "clustering subsets"), ("pairs", "pair-classification pairs"),
-              ("queries", "retrieval queries"),
-              ("corpus", "corpus documents (the sampled queries' relevant ones first)"))
-
-
-def suite_caps_text(suite: str) -> str:
-    """The caps of ``suite`` in words, for a page's scale line (the facts of
-    :func:`repro.core.tasks.describe_suite`, which keys results): ``"at most 500 STS pairs, 300 classification test
-    examples, ...; sampling seed 0"``."""
-    caps = suite_caps(suite)
-    parts = [f"{getattr(caps, field):,} {words}" for field, words in _CAP_WORDS if getattr(caps, field) is not None]
-    uncapped = [words for field, words in _CAP_WORDS if getattr(caps, field) is None]
-    long_cap = LONG_TEXT_TEST_CAP.get(suite)
-    text = f"at most {', '.join(parts)} per task" if parts else "nothing capped"
-    if long_cap is not None:
-        text += f", {long_cap:,} Imdb test texts"
-    if parts and uncapped:
-        text += f"; uncapped: {', '.join(uncapped)}"
-    return f"{text}; sampling seed {caps.seed}"

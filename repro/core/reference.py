@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from repro.core.evaluate import run_mteb
-from repro.core.tasks import STS_TASKS, data_fingerprint, describe_suite, suite_task
+from repro.core.suites import describe_suite
+from repro.core.tasks import STS_TASKS, data_fingerprint, suite_task
 from repro.store.results import load_or_compute
 
 EXPERIMENT = "reference_minilm"

@@ -11,7 +11,8 @@ import pandas as pd
 
 from repro.core.embedder import Embedder
 from repro.core.evaluate import MtebEncoder, evaluate_encoders
-from repro.core.tasks import check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
+from repro.core.suites import describe_suite, suite_caps
+from repro.core.tasks import check_task_names, data_fingerprint, suite_task
 from repro.store.results import encode_array, load_or_compute, load_result
 
 log = logging.getLogger(__name__)

@@ -5,11 +5,8 @@ package, which needs no download) with ``load_data`` replaced by a reader of the
 ``<data>/eval/<TaskName>/``. Online (``offline=False``) the same names resolve to the real MTEB
 tasks, downloaded by mteb.
 
-Suites cap the size of each task so that it fits this machine:
-``smoke`` (tests: tens of examples), ``small`` (many trained runs of a sweep), ``compact`` (sweeps over many
-backbones x prompts),
-``standard`` (the book's default), ``full`` (uncapped). The caps and the
-sampling seed are part of every result (:func:`suite_caps`).
+A suite (:mod:`repro.core.suites`) caps the size of each task so that it fits this machine; the caps and the
+sampling seed are part of every result.
 """
 
 from __future__ import annotations
@@ -18,50 +15,16 @@ import gzip
 import json
 import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from repro.core.suites import LONG_TEXT_TEST_CAP, ONLINE_SUITES, Caps, suite_caps
 from repro.store.fingerprint import sha256_files
 from repro.store.paths import data_dir
 
 CATEGORIES = ("STS", "Classification", "Clustering", "PairClassification", "Retrieval")
-
-
-@dataclass(frozen=True)
-class Caps:
-    """Size caps of one suite (``None`` = uncapped). Sampling is seeded and recorded."""
-
-    sts_pairs: int | None = None
-    cls_test: int | None = None
-    cls_train: int | None = None
-    clustering_docs: int | None = None
-    clustering_subsets: int = 10
-    pairs: int | None = None
-    queries: int | None = None
-    corpus: int | None = None
-    seed: int = 0
-
-
-SUITES: dict[str, Caps] = {
-    "smoke": Caps(sts_pairs=24, cls_test=32, cls_train=64, clustering_docs=60, clustering_subsets=2,
-                  pairs=32, queries=8, corpus=40),
-    "standard": Caps(sts_pairs=1500, cls_test=2000, cls_train=None, clustering_docs=None,
-                     clustering_subsets=10, pairs=2000, queries=200, corpus=500),
-    # compact: every task, smaller samples, for sweeps over several backbones x prompts (EmbedFilter)
-    "compact": Caps(sts_pairs=500, cls_test=300, cls_train=1000, clustering_docs=None,
-                    clustering_subsets=3, pairs=500, queries=50, corpus=200),
-    # small: for the many trained runs of a sweep (Paper 3's data-efficiency curves and ablations), read on STS
-    "small": Caps(sts_pairs=200, cls_test=200, cls_train=500, clustering_docs=None, clustering_subsets=2,
-                  pairs=300, queries=30, corpus=150),
-    "full": Caps(),
-    # mteb: the real MTEB tasks, downloaded by mteb (needs a network), uncapped: the `paper` profile's suite
-    "mteb": Caps(),
-}
-ONLINE_SUITES = ("mteb",)
-# IMDB reviews are ~300 tokens each: the capped suites cap its test split harder.
-LONG_TEXT_TEST_CAP = {"standard": 300, "compact": 60, "small": 40}
 
 
 @dataclass(frozen=True)
@@ -152,12 +115,6 @@ def _known_to_mteb(name: str) -> bool:
         return _mteb().get_task(name).metadata.name == name
     except KeyError:
         return False
-
-
-def suite_caps(suite: str) -> Caps:
-    if suite not in SUITES:
-        raise _unknown("suite", suite, SUITES)
-    return SUITES[suite]
 
 
 # ---------------------------------------------------------------- file readers
@@ -391,9 +348,3 @@ def suite_tasks(suite: str = "standard", names: list[str] | None = None, offline
         if offline and n not in TASKS:
             raise _unknown("task", n, TASKS)
     return [offline_task(n, suite) if offline else online_task(n) for n in names]
-
-
-def describe_suite(suite: str) -> dict:
-    return {"suite": suite, **asdict(suite_caps(suite)),
-            "imdb_test_cap": LONG_TEXT_TEST_CAP.get(suite)}
-

@@ -23,7 +23,8 @@ from repro.core.backbones import STORED_DTYPE, LazyBackbone
 from repro.core.encode import EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
-from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
+from repro.core.suites import describe_suite, suite_caps, suite_caps_text
+from repro.core.tasks import TASKS, check_task_names, data_fingerprint, suite_task
 from repro.embedfilter.filters import Normalized, make_filter, parse_variant, sweep_variants, unembedding_spectrum
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
@@ -157,7 +158,7 @@ def describe_sweep(scores: pd.DataFrame, suite: str, label: str = "Scale") -> st
     """The scale line printed under every EmbedFilter result: runs, suite caps, tasks per category."""
     runs = ", ".join(f"{b}/{p}" for b, p in scores[["backbone", "prompt"]].drop_duplicates().itertuples(index=False))
     n_tasks = scores.groupby("category")["task"].nunique()
-    return (f"{label}: {runs}; suite '{suite}' caps {describe_suite(suite)}; {scores.task.nunique()} tasks "
+    return (f"{label}: {runs}; suite '{suite}' ({suite_caps_text(suite)}); {scores.task.nunique()} tasks "
             f"({', '.join(f'{c}: {n}' for c, n in n_tasks.items())}); final-layer state, fp32, 2 CPU cores; "
             "scores are mteb main scores x100.")
 

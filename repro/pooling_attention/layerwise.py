@@ -19,7 +19,8 @@ from repro.core.backbones import STORED_DTYPE, LazyBackbone
 from repro.core.encode import EncodeConfig, count_tokens
 from repro.core.evaluate import evaluate_layers
 from repro.core.samples import task_texts
-from repro.core.tasks import TASKS, check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
+from repro.core.suites import describe_suite, suite_caps
+from repro.core.tasks import TASKS, check_task_names, data_fingerprint, suite_task
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "layerwise"

@@ -20,7 +20,8 @@ from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences
-from repro.core.tasks import data_fingerprint, describe_suite, suite_task
+from repro.core.suites import describe_suite
+from repro.core.tasks import data_fingerprint, suite_task
 from repro.store.results import load_or_compute
 
 EXPERIMENT = "p1_massive_activations"

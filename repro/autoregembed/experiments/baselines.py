@@ -14,7 +14,8 @@ from repro.autoregembed.experiments.scores import RETRIEVAL_TASKS
 from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import EncodeConfig
 from repro.core.evaluate import evaluate_encoders, states_encoder
-from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, describe_suite, suite_caps, suite_task
+from repro.core.suites import describe_suite, suite_caps
+from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, suite_task
 from repro.store.lanes import in_lane_order
 from repro.store.results import encode_array, load_or_compute
 from repro.training import budget

@@ -11,7 +11,7 @@ from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_co
 from repro.autoregembed.experiments.configs import STAGE1_DESCRIPTION
 from repro.autoregembed.objectives import seen_indices
 from repro.autoregembed.train import RUNS_EXPERIMENT, run_params
-from repro.core.tasks import describe_suite
+from repro.core.suites import suite_caps_text
 from repro.store.results import load_result, params_key
 
 
@@ -82,7 +82,7 @@ def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> s
                  f"instead of full fine-tuning, lr {t.lr}, {t.warmup_steps} warm-up steps, {getattr(t, 'schedule', 'linear')} "
                  f"schedule, InfoNCE at temperature {t.temperature} (Paper 1's trainer). ")
     return line + (
-        f"Evaluated on the '{suite}' suite (caps {describe_suite(suite)}). Deviations from the paper: "
+        f"Evaluated on the '{suite}' suite ({suite_caps_text(suite)}). Deviations from the paper: "
         f"{base.backbone} instead of LLaMA2-7B, "
         f"{DEVIATION_DATA.get(base.data, 'a sample of MEDI-NLI')} instead of 50k MEDI-NLI triplets, "
         f"{'T0/self-instruct' if compress is None or compress.data == 'instruction' else 'WikiText-2 autoencoding'} "

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from test_autoregembed import _align, _compress
 
+from repro.autoregembed import train as ar_runs
 from repro.autoregembed.experiments import converged
 from repro.autoregembed.experiments.baselines import contrastive_config
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg_budget_points, score_identity
@@ -51,9 +52,10 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
                                   for t, label in zip(todo, converged.LABELS.values()))
     assert converged.compute(base, (0, 1), budget_points=True, progress=False, **args) == []
     # every seed of both sides and compression only are also scored on the leaderboard's tasks (the final suite)
-    for seed in (0, 1):
-        assert set(stored_per_task(SCORES_EXPERIMENT, score_identity(converged.at_seed(align, seed)), SUITE,
-                                   TASKS + list(EXTRA))) == set(TASKS) | set(EXTRA)
+    for seed in (0, 1):  # (a seed whose dev selected step 0 is its stage 1: scored as compression only)
+        own = set(stored_per_task(SCORES_EXPERIMENT, score_identity(converged.at_seed(align, seed)), SUITE,
+                                  TASKS + list(EXTRA)))
+        assert own == (set() if converged.selects_start(converged.at_seed(align, seed)) else set(TASKS) | set(EXTRA))
         assert set(stored_per_task(contrastive_scores.SCORES_EXPERIMENT,
                                    contrastive_scores.score_identity(converged.at_seed(baseline, seed)), SUITE,
                                    TASKS + list(EXTRA))) == set(TASKS) | set(EXTRA)
@@ -145,6 +147,36 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
         evaluate_autoreg_budget_points(replace(align, stopping="fixed"), SUITE, TASKS)
     contrastive = contrastive_scores.evaluate_budget_points(baseline, SUITE, TASKS, progress=False)
     assert len(contrastive) and set(contrastive["budget_step"]) and (contrastive["model"] == baseline.model).all()
+
+
+def test_a_seed_whose_dev_selects_step_0_is_its_stage_1_and_reads_compression_only(tiny_search, monkeypatch):
+    """Stage 2 at a rate too small to move a float32 weight: dev is flat, the earliest best (step 0) is selected,
+    and the run's final weights are its start. Its scores are compression only's (same records, nothing scored
+    under its own key); its budget points are still scored from its snapshots."""
+    base, align, baseline = tiny_search
+    still = replace(align, lr=1e-30)
+    monkeypatch.setattr(converged, "selected_config", lambda side, b: {"autoregembed": still, "baseline": baseline}[side])
+    args = dict(final_suite=SUITE, curve_suite=SUITE, tasks=TASKS, leaderboard_tasks=EXTRA)
+    todo = converged.compute(base, (0, 1), sides=["autoregembed"], budget_points=True, progress=False, **args)
+    assert converged.start_selected_seeds(base, (0, 1)) == [0, 1]
+    assert not [t for t in todo if t.startswith(converged.AUTOREG) or t.startswith(converged.COMPRESSION)], todo
+    for seed in (0, 1):
+        assert stored_per_task(SCORES_EXPERIMENT, score_identity(converged.at_seed(still, seed)), SUITE, TASKS) == {}
+    frame, records = converged.final_scores(base, (0, 1), SUITE, TASKS)
+    scores = frame.set_index(["model", "seed", "task"]).score
+    assert len(scores[converged.AUTOREG]) == 4 and (scores[converged.AUTOREG] - scores[converged.COMPRESSION]).abs().max() == 0
+    assert records[(converged.AUTOREG, 0, "SciFact")] == records[(converged.COMPRESSION, 0, "SciFact")]
+    board, _ = converged.final_scores(base, (0, 1), SUITE, TASKS + list(EXTRA))  # the leaderboard's tasks too
+    assert set(board.loc[board.model == converged.AUTOREG, "task"]) == set(TASKS) | set(EXTRA)
+    curve = converged.budget_curves(base, 0, SUITE, TASKS)[converged.AUTOREG][0]
+    assert len(curve) and (curve.budget_step > 0).all()
+    # a run whose final weights are not its start cannot stand for compression only
+    path = result_path(ar_runs.RUNS_EXPERIMENT, ar_runs.run_params(converged.at_seed(still, 1)))
+    record = json.loads(path.read_text())
+    record["summary"]["initial_digest"] = "0" * 16
+    path.write_text(json.dumps(record))
+    with pytest.raises(RuntimeError, match="differ from its start"):
+        converged.check_start(converged.at_seed(still, 1))
 
 
 def test_an_incomplete_search_is_named_and_nothing_is_trained(monkeypatch):

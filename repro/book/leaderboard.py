@@ -121,15 +121,19 @@ def paper3_budget_labels(backbone: str = "smollm2-135m", seeds: dict[str, int] |
     """Row labels of Paper 3's methods under the budget rule (page ``p3_converged``), by that page's method name
     (AutoRegEmbed, the best contrastive baseline, compression only); ``seeds``: seeds stored per method."""
     seeds = seeds or {}
-    selected = p3_converged.selected_configs(p3_converged.base_config(backbone))
+    base = p3_converged.base_config(backbone)
+    selected = p3_converged.selected_configs(base)
     autoreg = selected[p3_converged.AUTOREG]
+    start = p3_converged.start_selected_seeds(base) if autoreg is not None else []
     # a LoRA selection is named apart, so that the encode rate timed for the Tables 1-2 (full fine-tuning) encoder
     # is not read for it (repro.book.encode_rates matches a row by the start of its label)
     lora = ", LoRA" if autoreg is not None and autoreg.finetune != "full" else ""
     labels = {p3_converged.COMPRESSION: f"compression only{lora} (Paper 3){BUDGET_RULE} (the stage 1 of its seeds)"}
     if autoreg is not None:
         labels[p3_converged.AUTOREG] = (f"AutoRegEmbed{lora} (Paper 3){BUDGET_RULE}, lr {autoreg.lr:g}, "
-                                        f"{autoreg.divergence}, {_seeds(seeds.get(p3_converged.AUTOREG, 0))}")
+                                        f"{autoreg.divergence}, {_seeds(seeds.get(p3_converged.AUTOREG, 0))}"
+                                        + (f" (dev selects step 0, the stage-1 encoder, at {_seeds(len(start))})"
+                                           if start else ""))
     baseline = selected[p3_converged.BASELINE]
     if baseline is not None:
         name = next(n for n, (m, hard) in CONTRASTIVE.items()

@@ -7,6 +7,10 @@ baseline, each comparison with its paired tests.
   compression only. There is one stage 1, so compression only has one set of weights: its scores stand at every
   seed of AutoRegEmbed (spread 0), and a verdict against it is held to AutoRegEmbed's stage-2 seed spread
   (:func:`repro.core.seeds.seeded_claims`).
+* A seed whose run dev-selects step 0 (stage 2 lowered dev from its first update) *is* its stage 1: its final
+  weights are the ones it started from (checked: same digest), so its scores are compression only's, read from
+  their key and never recomputed under another (:func:`selects_start`, :func:`start_selected_seeds`). Its
+  difference from compression only is 0 on every task by construction; the pages say why.
 * :func:`budget_curves`: the scores at the budget points of the seed-0 runs (the doubling grid of evaluated steps
   and the dev-selected step, from one constant-learning-rate run), with compression only as the flat line it is
   (the start of every stage-2 run); :func:`curve_comparisons` tests AutoRegEmbed against each at every budget
@@ -39,7 +43,9 @@ from repro.autoregembed.experiments.search import SIDES, base_config, search_con
 from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.core.tasks import TASKS as ALL_TASKS
+from repro.store.fingerprint import weights_digest
 from repro.store.results import load_result
+from repro.store.runs import ensure_trained
 from repro.training import budget, contrastive
 from repro.training import evaluation as contrastive_scores
 from repro.training.budget import run_budget
@@ -108,6 +114,31 @@ def _run_record(config: AlignConfig | TrainConfig) -> dict | None:
     return load_result(ar_train.RUNS_EXPERIMENT, ar_train.run_params(config))
 
 
+def selects_start(config: AlignConfig | TrainConfig) -> bool:
+    """Whether ``config``'s stored stage-2 run dev-selected step 0, the stage-1 weights it started from (False for a
+    contrastive baseline, or while the run is not stored)."""
+    record = _run_record(config) if isinstance(config, AlignConfig) else None
+    return record is not None and record["summary"].get("selected_step") == 0
+
+
+def start_selected_seeds(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> list[int]:
+    """The seeds of the dev-selected AutoRegEmbed configuration whose stored run selected step 0."""
+    config = selected_configs(base)[AUTOREG]
+    return [s for s in seeds if config is not None and selects_start(at_seed(config, s))]
+
+
+def check_start(config: AlignConfig) -> None:
+    """A run that dev-selected step 0 must have saved the weights it started from: its final encoder's digest is
+    the recorded ``initial_digest`` (else its scores cannot stand for compression only's)."""
+    summary = _run_record(config)["summary"]
+    folder = ar_train.run_spec(config, progress=False).folder
+    if (folder / "final").is_dir():
+        model, _ = ar_train.load_encoder(folder / "final")
+        if weights_digest(model) != summary["initial_digest"]:
+            raise RuntimeError(f"{folder} selected step 0 but its final weights differ from its start "
+                               f"({summary['initial_digest']}): its scores are not compression only's")
+
+
 def stage1_digests(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> dict[int, str]:
     """Seed -> the stage-1 weights digest the stored AutoRegEmbed run (the dev-selected configuration) at that seed
     started from. Every seed loads the one stage 1, but a stage 1 retrained in another session (CPU training is
@@ -152,7 +183,10 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
         if config is None:
             continue
         for seed in seeds:
-            found = _stored_scores(at_seed(config, seed), suite, tasks)
+            if label == AUTOREG and selects_start(at_seed(config, seed)):  # the stage-1 encoder it started from
+                found = compression_scores(stage1, digests.get(seed), suite, tasks)
+            else:
+                found = _stored_scores(at_seed(config, seed), suite, tasks)
             records.update({(label, seed, t): r for t, r in found.items()})
             if len(found) == len(tasks):  # a seed with missing tasks would mix task sets in means and spreads
                 frames.append(task_frame(found, model=label, seed=seed))
@@ -273,9 +307,11 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
         todo += [f"{COMPRESSION} on {suite} (stage-1 weights {digest[:12]})" for suite in (final_suite, curve_suite)
                  if len(compression_scores(stage1, digest, suite, tasks)) < len(tasks)]
     frame, _ = final_scores(base, seeds, final_suite, tasks)
+    start = set(start_selected_seeds(base, seeds))  # scored as compression only (listed above if missing)
     for label in LABELS.values():
         have = set(frame.loc[frame.model == label, "seed"])
-        todo += [f"{label} seed {s} on {final_suite}" for s in seeds if s not in have]
+        todo += [f"{label} seed {s} on {final_suite}" for s in seeds
+                 if s not in have and not (label == AUTOREG and s in start)]
     curves = budget_curves(base, 0, curve_suite, tasks)
     for label, config in selected.items():
         record = _run_record(at_seed(config, 0))
@@ -292,7 +328,8 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
         for label in [*LABELS.values(), COMPRESSION]:
             have = set(board.loc[board.model == label, "seed"])
             todo += [f"{label} seed {s} on {final_suite}, the leaderboard's {len(extra)} other tasks" for s in seeds
-                     if s not in have and (label != COMPRESSION or s in set(board.loc[board.model == AUTOREG, "seed"]))]
+                     if s not in have and not (label == AUTOREG and s in start)
+                     and (label != COMPRESSION or s in set(board.loc[board.model == AUTOREG, "seed"]) | start)]
     return todo
 
 
@@ -321,10 +358,15 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
         for seed in seeds:
             seeded = at_seed(config, seed)
             autoreg = isinstance(seeded, AlignConfig)
-            score = (evaluate_autoreg if autoreg else contrastive_scores.evaluate_trained)
-            score(seeded, final_suite, tasks, progress=progress)  # trains the run if it is not stored
-            if len(final_tasks) > len(tasks) and _weights_here(seeded):  # never retrain for the leaderboard alone
-                score(seeded, final_suite, final_tasks, progress=progress)
+            if autoreg and _run_record(seeded) is None:
+                ensure_trained(ar_train.run_spec(seeded, progress))
+            if autoreg and selects_start(seeded):
+                check_start(seeded)  # its scores are compression only's, scored below from the same weights
+            else:
+                score = (evaluate_autoreg if autoreg else contrastive_scores.evaluate_trained)
+                score(seeded, final_suite, tasks, progress=progress)  # trains the run if it is not stored
+                if len(final_tasks) > len(tasks) and _weights_here(seeded):  # never retrain for the leaderboard alone
+                    score(seeded, final_suite, final_tasks, progress=progress)
             if budget_points and seed == 0:
                 (evaluate_autoreg_budget_points if autoreg else contrastive_scores.evaluate_budget_points)(
                     seeded, curve_suite, tasks, progress=progress)

@@ -35,7 +35,7 @@ def worker(args) -> None:
     """One lane: build the model, one warm-up step, wait for "go" on stdin, train, print tokens and seconds."""
     import torch
 
-    from repro.training.contrastive import Collator, TrainConfig, batch_embeddings, build_model, info_nce
+    from repro.training.contrastive import Collator, TrainConfig, build_model, optimizer_step
     from repro.training.data import batch_indices, split_triplets
     from repro.training.loop import trainable_parameters
 
@@ -50,11 +50,7 @@ def worker(args) -> None:
     model.train()
 
     def step(batch) -> int:
-        q, p, n, valid, used = batch_embeddings(model, collate, batch, config.packing, "cpu")
-        info_nce(q, p, n, config.temperature, valid).backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        return used
+        return optimizer_step(model, collate, batch, config, optimizer)
 
     step(rows[0])  # warm-up
     print("ready", flush=True)

@@ -33,7 +33,7 @@ from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.model import TextIds, build_autoreg
 from repro.autoregembed.objectives import STRATEGY_TERMS, align_batch, reference_terms, sources_of, stack_rows
 from repro.core.encode import EncodeConfig, encode
-from repro.training.contrastive import Collator, TrainConfig, batch_embeddings, build_model, info_nce
+from repro.training.contrastive import Collator, TrainConfig, build_model, optimizer_step
 from repro.training.data import batch_indices, split_triplets
 from repro.training.loop import trainable_parameters
 from repro.training.packing import pack
@@ -58,11 +58,7 @@ def measure(config: TrainConfig, rows: list[list[dict]], repeats: int) -> dict:
         model.train()
         tokens = 0
         for batch in rows:
-            q, p, n, valid, used = batch_embeddings(model, collate, batch, config.packing, "cpu")
-            info_nce(q, p, n, config.temperature, valid).backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            tokens += used
+            tokens += optimizer_step(model, collate, batch, config, optimizer)
 
     def forward_only():
         model.eval()

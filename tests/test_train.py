@@ -275,3 +275,28 @@ def test_task_instructions_go_before_query_side_texts_only(tiny_dir):
     assert encoder.instruction_for(scifact, "query") == INSTRUCTIONS["SciFact"]
     assert encoder.instruction_for(scifact, "document") is None
     assert MtebEncoder(embedder, "tiny").instruction_for(scifact, "query") is None
+
+
+def test_a_plain_optimizer_step_trains_on_the_run_loss_and_counts_real_tokens(tiny_dir):
+    from repro.training.contrastive import Collator, batch_loss, build_model, optimizer_step
+    from repro.training.data import split_triplets
+    from repro.training.loop import trainable_parameters
+
+    config = _config(tiny_dir, model=5, lora_dropout=0.0, packing=True)
+    torch.manual_seed(0)
+    model = build_model(config)
+    collate = Collator(model.backbone.tokenizer, config)
+    rows = split_triplets(config)[0][:4]
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=1e-3)
+    model.train()
+    with torch.no_grad():
+        before, tokens = batch_loss(model, collate, rows, config, "cpu")
+    texts = [t for r in rows for t in (r["query"], r["positive"], r["negative"])]
+    assert tokens == sum(len(collate.tokenize(t).ids) for t in texts)  # real tokens: no padding counted
+    assert all(optimizer_step(model, collate, rows, config, optimizer) == tokens for _ in range(5))
+    with torch.no_grad():
+        after, _ = batch_loss(model, collate, rows, config, "cpu")
+    assert after < before
+    no_negatives = TrainConfig(**(config.__dict__ | {"hard_negatives": False}))
+    with torch.no_grad():  # in-batch negatives only: another loss on the same embeddings
+        assert batch_loss(model, collate, rows, no_negatives, "cpu")[0] != after

@@ -191,6 +191,28 @@ def batch_embeddings(model, collate: Collator, rows: list[dict], packing: bool, 
     return q, positives, negatives, has.to(d.device), tokens
 
 
+def batch_loss(model, collate: Collator, rows: list[dict], config: TrainConfig, device, gather=lambda t: t
+               ) -> tuple[torch.Tensor, int]:
+    """The InfoNCE loss of one batch of training rows (hard negatives if ``config.hard_negatives``) and the real
+    tokens it embedded: every training step's loss. ``gather``: each process's embeddings gathered with their
+    gradients, when several processes train (:func:`repro.training.distributed.gather_with_grad`)."""
+    q, p, n, has, tokens = batch_embeddings(model, collate, rows, config.packing, device)
+    negatives, valid = (gather(n), gather(has.float()).bool()) if config.hard_negatives else (None, None)
+    return info_nce(gather(q), gather(p), negatives, config.temperature, valid), tokens
+
+
+def optimizer_step(model, collate: Collator, rows: list[dict], config: TrainConfig, optimizer,
+                   device="cpu") -> int:
+    """One plain training step on ``rows`` outside the run loop (no accelerator, schedule or dev evaluation):
+    :func:`batch_loss`, backward, ``optimizer``'s step. Returns the real tokens embedded. The benchmarks time
+    this step; a custom training loop can call it."""
+    loss, tokens = batch_loss(model, collate, rows, config, device)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return tokens
+
+
 def collate_causal(model) -> bool:
     """Whether the (possibly DDP-wrapped) model attends causally."""
     core = getattr(model, "module", model)
@@ -247,9 +269,7 @@ def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None
         local = config.batch_size // world
         rows = [train_rows[i] for i in batch_indices(len(train_rows), config.batch_size, step, config.seed)]
         mine = rows[rank * local:(rank + 1) * local]
-        q, p, n, has, tokens = batch_embeddings(model, collate, mine, config.packing, accelerator.device)
-        negatives, valid = (gather_with_grad(n), gather_with_grad(has.float()).bool()) if config.hard_negatives else (None, None)
-        loss = info_nce(gather_with_grad(q), gather_with_grad(p), negatives, config.temperature, valid)
+        loss, tokens = batch_loss(model, collate, mine, config, accelerator.device, gather_with_grad)
         return loss, tokens, config.batch_size
 
     def evaluate(core: EmbeddingModel) -> dict:

@@ -170,6 +170,17 @@ def test_a_seed_whose_dev_selects_step_0_is_its_stage_1_and_reads_compression_on
     assert set(board.loc[board.model == converged.AUTOREG, "task"]) == set(TASKS) | set(EXTRA)
     curve = converged.budget_curves(base, 0, SUITE, TASKS)[converged.AUTOREG][0]
     assert len(curve) and (curve.budget_step > 0).all()
+    # EmbedFilter on such a seed's encoder (the leaderboard's combination) filters the stage-1 weights: its plain
+    # side is compression only's stored scores (not re-encoded under the run's key), its filtered side beside them
+    from repro.book import combinations
+
+    seed0 = converged.at_seed(still, 0)
+    combinations.evaluate_autoreg_filter(config=seed0, suite=SUITE, tasks=TASKS, progress=False)
+    assert stored_per_task(SCORES_EXPERIMENT, score_identity(seed0), SUITE, TASKS) == {}
+    filtered = stored_per_task(SCORES_EXPERIMENT, {**score_identity(still.compress), "filter": "edge/2"}, SUITE, TASKS)
+    assert set(filtered) == set(TASKS)
+    assert {r["weights_sha256"] for r in filtered.values()} == {converged.start_digest(seed0)}
+    assert "the stage-1 encoder" in combinations.autoreg_source(seed0)
     # a run whose final weights are not its start cannot stand for compression only
     path = result_path(ar_runs.RUNS_EXPERIMENT, ar_runs.run_params(converged.at_seed(still, 1)))
     record = json.loads(path.read_text())

@@ -131,13 +131,22 @@ def autoreg_config(backbone: str = "smollm2-135m"):
 def autoreg_source(config) -> str:
     """Which run the combination's AutoRegEmbed encoder is, for the row's label."""
     if config.stopping == "dev":
-        return f"budget rule, dev-selected lr {config.lr:g}, {config.finetune}, {config.divergence}, seed {config.seed}"
+        start = (", dev selected step 0: the stage-1 encoder it started from"
+                 if p3_converged.selects_start(config) else "")
+        return (f"budget rule, dev-selected lr {config.lr:g}, {config.finetune}, {config.divergence}, "
+                f"seed {config.seed}{start}")
     return "Paper 3 Tables 1-2 run"
 
 
-def autoreg_identity(config, variant: str | None = None) -> dict:
-    """The stored scores' key of AutoRegEmbed's encoder (the Paper 3 pages' key), and of its filtered variant."""
-    identity = score_identity(config, EVAL_MAX_LENGTH)
+def autoreg_identity(config, variant: str | None = None, suite: str = SUITE) -> dict:
+    """The stored scores' key of AutoRegEmbed's encoder (the Paper 3 pages' key), and of its filtered variant. A
+    run that dev-selected step 0 saved the stage-1 weights it started from: its scores are compression only's
+    (:func:`repro.autoregembed.experiments.converged.compression_identity`), never recomputed under its own key."""
+    if config.stopping == "dev" and p3_converged.selects_start(config):
+        identity = p3_converged.compression_identity(config.compress, p3_converged.start_digest(config), suite,
+                                                     list(TASKS))
+    else:
+        identity = score_identity(config, EVAL_MAX_LENGTH)
     return identity if variant is None else identity | {"filter": variant}
 
 
@@ -147,7 +156,7 @@ def autoreg_pair(backbone: str = "smollm2-135m", suite: str = SUITE) -> tuple[pd
     config = autoreg_config(backbone)
     frames = []
     for variant in (None, AUTOREG_FILTER):
-        found = stored_per_task(AUTOREG_SCORES, autoreg_identity(config, variant), suite, list(TASKS))
+        found = stored_per_task(AUTOREG_SCORES, autoreg_identity(config, variant, suite), suite, list(TASKS))
         frame = records_frame(AUTOREG_QUESTION, found)[["task", "category", "score"]]
         frames.append(frame.assign(weights=[found[t].get("weights_sha256") for t in frame["task"]]))
     return frames[0], frames[1]
@@ -201,9 +210,9 @@ def evaluate_autoreg_filter(backbone: str = "smollm2-135m", suite: str = SUITE, 
         transform = filters_for(embedder.model.backbone, encode, [variant])[variant]
         return MappedEmbedder(embedder, transform, variant), digest
 
-    frames = [evaluate_per_task(AUTOREG_SCORES, autoreg_identity(config), suite, tasks, base, progress,
+    frames = [evaluate_per_task(AUTOREG_SCORES, autoreg_identity(config, None, suite), suite, tasks, base, progress,
                                 label="AutoRegEmbed", recompute_stale=True),
-              evaluate_per_task(AUTOREG_SCORES, autoreg_identity(config, variant), suite, tasks, filtered,
+              evaluate_per_task(AUTOREG_SCORES, autoreg_identity(config, variant, suite), suite, tasks, filtered,
                                 progress, label=f"AutoRegEmbed+{variant}", recompute_stale=True)]
     return pd.concat(frames, ignore_index=True)
 

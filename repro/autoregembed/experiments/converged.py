@@ -121,6 +121,14 @@ def selects_start(config: AlignConfig | TrainConfig) -> bool:
     return record is not None and record["summary"].get("selected_step") == 0
 
 
+def start_digest(config: AlignConfig) -> str:
+    """The digest of the stage-1 weights ``config``'s stored stage-2 run started from."""
+    record = _run_record(config)
+    if record is None:
+        raise LookupError(f"the stage-2 run of {config.lr:g}/{config.divergence} seed {config.seed} is not stored")
+    return record["summary"]["initial_digest"]
+
+
 def start_selected_seeds(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> list[int]:
     """The seeds of the dev-selected AutoRegEmbed configuration whose stored run selected step 0."""
     config = selected_configs(base)[AUTOREG]
@@ -130,13 +138,13 @@ def start_selected_seeds(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> lis
 def check_start(config: AlignConfig) -> None:
     """A run that dev-selected step 0 must have saved the weights it started from: its final encoder's digest is
     the recorded ``initial_digest`` (else its scores cannot stand for compression only's)."""
-    summary = _run_record(config)["summary"]
+    start = start_digest(config)
     folder = ar_train.run_spec(config, progress=False).folder
     if (folder / "final").is_dir():
         model, _ = ar_train.load_encoder(folder / "final")
-        if weights_digest(model) != summary["initial_digest"]:
+        if weights_digest(model) != start:
             raise RuntimeError(f"{folder} selected step 0 but its final weights differ from its start "
-                               f"({summary['initial_digest']}): its scores are not compression only's")
+                               f"({start}): its scores are not compression only's")
 
 
 def stage1_digests(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> dict[int, str]:

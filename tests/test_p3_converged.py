@@ -157,7 +157,15 @@ def test_a_seed_whose_dev_selects_step_0_is_its_stage_1_and_reads_compression_on
     still = replace(align, lr=1e-30)
     monkeypatch.setattr(converged, "selected_config", lambda side, b: {"autoregembed": still, "baseline": baseline}[side])
     args = dict(final_suite=SUITE, curve_suite=SUITE, tasks=TASKS, leaderboard_tasks=EXTRA)
+    stored_at_call, score = [], converged.score_compression
+
+    def spy(*a, **k):  # compression only is scored while seed 0's stage 1 is at hand, before seed 1 trains
+        stored_at_call.append(len(converged.stage1_digests(base, (0, 1)) and converged.run_table(base, (0, 1))))
+        return score(*a, **k)
+
+    monkeypatch.setattr(converged, "score_compression", spy)
     todo = converged.compute(base, (0, 1), sides=["autoregembed"], budget_points=True, progress=False, **args)
+    assert stored_at_call[0] == 1 and stored_at_call[-1] == 2
     assert converged.start_selected_seeds(base, (0, 1)) == [0, 1]
     assert not [t for t in todo if t.startswith(converged.AUTOREG) or t.startswith(converged.COMPRESSION)], todo
     for seed in (0, 1):

@@ -378,12 +378,19 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
             if budget_points and seed == 0:
                 (evaluate_autoreg_budget_points if autoreg else contrastive_scores.evaluate_budget_points)(
                     seeded, curve_suite, tasks, progress=progress)
-    if "autoregembed" in sides:
-        score_compression(base, seeds, (final_suite, curve_suite), tasks, progress)
-        stage1 = compression_config(base)
-        if len(final_tasks) > len(tasks) and stage1 is not None and _weights_here(stage1):
-            score_compression(base, seeds, (final_suite,), final_tasks, progress)
+            if autoreg and seed == seeds[0]:  # the stage 1 at hand, before the other seeds' runs (it is perishable)
+                _score_compression_everywhere(base, seeds, final_suite, curve_suite, tasks, final_tasks, progress)
+    if "autoregembed" in sides:  # (the stage 1 of seeds whose runs were stored since: nothing if the same)
+        _score_compression_everywhere(base, seeds, final_suite, curve_suite, tasks, final_tasks, progress)
     return missing_work(base, seeds, final_suite, curve_suite, tasks, leaderboard_tasks)
+
+
+def _score_compression_everywhere(base, seeds, final_suite, curve_suite, tasks, final_tasks, progress) -> None:
+    """Compression only on both suites, and on the leaderboard's tasks too while its stage 1 is on this machine."""
+    score_compression(base, seeds, (final_suite, curve_suite), tasks, progress)
+    stage1 = compression_config(base)
+    if len(final_tasks) > len(tasks) and stage1 is not None and _weights_here(stage1):
+        score_compression(base, seeds, (final_suite,), final_tasks, progress)
 
 
 def _weights_here(config) -> bool:

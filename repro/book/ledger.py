@@ -209,6 +209,10 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
              f"{base.batch_size} SNLI + MEDI triplets), seeds per method ("
              + ", ".join(f"{m}: {'1 (the one stage 1)' if m == p3_converged.COMPRESSION else int(n)}"
                          for m, n in seeds.items()) + f"), '{c['suite']}' suite")
+    start = p3_converged.start_selected_seeds(base, c["seeds"])
+    if start:  # AutoRegEmbed is then its stage 1: a difference of 0 from compression only by construction
+        scale += (f"; at AutoRegEmbed's seed{'s' if len(start) > 1 else ''} {', '.join(map(str, start))} dev "
+                  "selected step 0, the stage-1 encoder")
     return _from_claims(3, seeded_claims(frame, claims), scale, "p3_converged",
                         test=WILCOXON + ", seed-averaged, held to the seed spread")
 

@@ -35,9 +35,10 @@ def worker(args) -> None:
     """One lane: build the model, one warm-up step, wait for "go" on stdin, train, print tokens and seconds."""
     import torch
 
-    from repro.training.contrastive import Collator, TrainConfig, build_model, optimizer_step
+    from repro.training.contrastive import Collator, TrainConfig, build_model
     from repro.training.data import batch_indices, split_triplets
     from repro.training.loop import trainable_parameters
+    from repro.training.objective import optimizer_step
 
     config = TrainConfig(backbone=args.backbone, model=args.model, batch_size=args.batch_size,
                          max_length=args.max_length, lora_dropout=0.0, packing=True)

@@ -33,9 +33,10 @@ from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.model import TextIds, build_autoreg
 from repro.autoregembed.objectives import STRATEGY_TERMS, align_batch, reference_terms, sources_of, stack_rows
 from repro.core.encode import EncodeConfig, encode
-from repro.training.contrastive import Collator, TrainConfig, build_model, optimizer_step
+from repro.training.contrastive import Collator, TrainConfig, build_model
 from repro.training.data import batch_indices, split_triplets
 from repro.training.loop import trainable_parameters
+from repro.training.objective import optimizer_step
 from repro.training.packing import pack
 
 

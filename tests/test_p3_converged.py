@@ -9,7 +9,7 @@ import pytest
 from test_autoregembed import _align, _compress
 
 from repro.autoregembed import train as ar_runs
-from repro.autoregembed.experiments import converged
+from repro.autoregembed.experiments import converged, earlier_budget
 from repro.autoregembed.experiments.baselines import contrastive_config
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg_budget_points, score_identity
 from repro.autoregembed.train import load_encoder, run_spec
@@ -101,10 +101,9 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
     # the search's table and dev curves read the stored records as they are stored (history as rows)
     monkeypatch.setattr(search, "search_configs", lambda side, b: {"autoregembed": {"lr 1e-3": align},
                                                                     "baseline": {"lr 1e-4": baseline}}[side])
-    monkeypatch.setattr(converged, "search_configs", search.search_configs)
     table_s = search.search_table(base)
     assert table_s["stored"].all() and table_s["dev at step 0"].notna().all() and table_s["selected by dev"].sum() == 0  # (1 of 5 runs per side)
-    assert set(converged.search_dev_curves(base)["run"]) == {"lr 1e-3", "lr 1e-4"}
+    assert set(search.search_dev_curves(base)["run"]) == {"lr 1e-3", "lr 1e-4"}
     # a stage 1 retrained elsewhere is other weights: compression only is then scored under a key of its own,
     # never mixed with (nor overwriting) the Tables 1-2 page's scores of the earlier stage 1
     tampered = result_path(SCORES_EXPERIMENT, task_params(score_identity(align.compress), SUITE, "SciFact"))
@@ -229,8 +228,8 @@ def test_the_earlier_verdicts_sit_beside_the_new_ones_matched_on_what_is_compare
     now = pd.DataFrame({"comparison": ["AutoRegEmbed vs compression only", "AutoRegEmbed vs best contrastive baseline"],
                         "category": ["STS", "STS"],
                         "verdict at our scale": ["inconclusive (within the seed spread)", "contradicted"]})
-    table = converged.with_earlier(earlier, now)
+    table = earlier_budget.with_earlier(earlier, now)
     assert list(table["comparison"]) == list(earlier["comparison"][1:])  # stage 1's claim is not this page's
     assert list(table["under the budget rule"]) == ["inconclusive (within the seed spread)", "contradicted",
                                                     "not scored yet"]
-    assert (converged.with_earlier(earlier, pd.DataFrame())["under the budget rule"] == "not scored yet").all()
+    assert (earlier_budget.with_earlier(earlier, pd.DataFrame())["under the budget rule"] == "not scored yet").all()

@@ -10,10 +10,11 @@ from conftest import tiny_backbone
 
 from repro.training import budget
 from repro.training import contrastive as train_module
-from repro.training.contrastive import EmbeddingModel, TrainConfig, batch_embeddings, info_nce, train
+from repro.training.contrastive import EmbeddingModel, TrainConfig, train
 from repro.training.data import pad_right, read_triplets
 from repro.training.heads import MODELS, make_head
 from repro.training.lora import add_lora
+from repro.training.objective import batch_embeddings, info_nce
 from repro.training.packing import assign_rows, pack
 
 SEQUENCES = [list(range(3, 3 + n)) for n in (5, 9, 2, 7, 11, 4, 1, 6)]

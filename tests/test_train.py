@@ -11,9 +11,11 @@ from conftest import tiny_backbone
 from repro.training import cli as train_cli
 from repro.training import contrastive as train_module
 from repro.training import data as train_data
-from repro.training.contrastive import TrainConfig, info_nce, load_trained, train
+from repro.training import objective as objective_module
+from repro.training.contrastive import TrainConfig, load_trained, train
 from repro.training.data import batch_indices
 from repro.training.heads import MODELS, TrainablePooling, head_inputs, head_parameters, make_head, model_spec
+from repro.training.objective import info_nce
 
 
 def _config(tiny_dir, **kw):
@@ -96,7 +98,7 @@ def test_train_saves_reloads_and_resumes_exactly(tiny_dir, tmp_path, monkeypatch
     np.testing.assert_array_equal(first, train_module.embed_texts(again, collate, texts))
 
     calls = {"n": 0}
-    original = train_module.info_nce
+    original = objective_module.info_nce  # the training step's loss (repro.training.objective.batch_loss)
 
     def dies_at_step_three(*args, **kwargs):
         calls["n"] += bool(args[0].requires_grad)  # training steps only (validation has no gradients)
@@ -104,12 +106,12 @@ def test_train_saves_reloads_and_resumes_exactly(tiny_dir, tmp_path, monkeypatch
             raise KeyboardInterrupt("killed")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(train_module, "info_nce", dies_at_step_three)
+    monkeypatch.setattr(objective_module, "info_nce", dies_at_step_three)
     with pytest.raises(KeyboardInterrupt):
         train(config, tmp_path / "killed", progress=False)
     assert json.loads((tmp_path / "killed" / "train_state.json").read_text())["step"] == 2
     assert not any(p.stat().st_size > 50e6 for p in (tmp_path / "killed").rglob("*") if p.is_file())
-    monkeypatch.setattr(train_module, "info_nce", original)
+    monkeypatch.setattr(objective_module, "info_nce", original)
     resumed = train(config, tmp_path / "killed", progress=False)
     assert resumed["examples_seen"] == 16
     resumed_model, _ = load_trained(tmp_path / "killed" / "final")
@@ -278,9 +280,10 @@ def test_task_instructions_go_before_query_side_texts_only(tiny_dir):
 
 
 def test_a_plain_optimizer_step_trains_on_the_run_loss_and_counts_real_tokens(tiny_dir):
-    from repro.training.contrastive import Collator, batch_loss, build_model, optimizer_step
+    from repro.training.contrastive import Collator, build_model
     from repro.training.data import split_triplets
     from repro.training.loop import trainable_parameters
+    from repro.training.objective import batch_loss, optimizer_step
 
     config = _config(tiny_dir, model=5, lora_dropout=0.0, packing=True)
     torch.manual_seed(0)

@@ -28,8 +28,9 @@ from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.model import TextIds, build_autoreg
 from repro.autoregembed.objectives import align_batch, alignment_loss, reference_terms
 from repro.store.results import load_or_compute
-from repro.training.contrastive import Collator, TrainConfig, build_model, info_nce
+from repro.training.contrastive import Collator, TrainConfig, build_model
 from repro.training.data import read_triplets
+from repro.training.objective import info_nce
 
 OBJECTIVES = ("contrastive", "align")
 

@@ -46,6 +46,7 @@ from repro.training.data import DATASETS, batch_indices, pad_right, split_triple
 from repro.training.heads import ModelSpec, head_inputs, head_parameters, make_head, model_spec
 from repro.training.loop import LoopSettings, gather_with_grad, make_accelerator, run_training
 from repro.training.lora import add_lora, merged_for_inference
+from repro.training.objective import batch_loss, info_nce
 from repro.training.packing import ROW_TOKENS, Packed, pack, packed_hidden_states, pool_packed
 
 
@@ -150,74 +151,6 @@ class Collator:
 
     def __call__(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         return pad_right([self.tokenize(t).ids for t in texts], self.pad)
-
-def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,
-             temperature: float, negative_valid: torch.Tensor | None = None) -> torch.Tensor:
-    """InfoNCE over cosine similarity: each query's positive against every positive and hard negative.
-    ``negative_valid`` [n] (bool) marks the rows of ``negatives`` that exist (pairs without a hard negative
-    in a mixed batch leave a placeholder row, never scored)."""
-    docs = positives if negatives is None else torch.cat([positives, negatives])
-    logits = queries @ docs.T / temperature
-    if negatives is not None and negative_valid is not None and not bool(negative_valid.all()):
-        keep = torch.cat([torch.ones(len(positives), dtype=torch.bool, device=logits.device),
-                          negative_valid.to(logits.device)])
-        logits = logits.masked_fill(~keep[None], float("-inf"))
-    return F.cross_entropy(logits, torch.arange(len(queries), device=queries.device))
-
-
-def batch_embeddings(model, collate: Collator, rows: list[dict], packing: bool, device, row_tokens: int = ROW_TOKENS):
-    """Embeddings of a batch's queries, positives and hard negatives (rows without one get a zero placeholder),
-    the mask of rows with a hard negative, and the real tokens embedded. ``packing``: one padding-free forward
-    for every text of the batch; otherwise one padded forward for the queries and one for the documents."""
-    has = torch.tensor([r.get("negative") is not None for r in rows], dtype=torch.bool)
-    texts = ([r["query"] for r in rows], [r["positive"] for r in rows],
-             [r["negative"] for r in rows if r.get("negative") is not None])
-    n = len(rows)
-    if packing:
-        causal = collate_causal(model)
-        packed = pack([collate.tokenize(t).ids for t in texts[0] + texts[1] + texts[2]], collate.pad, causal,
-                      row_tokens)
-        embeddings = model(packed=packed.to(device))
-        q, d, tokens = embeddings[:n], embeddings[n:], packed.tokens
-    else:
-        q_ids, q_mask = collate(texts[0])
-        d_ids, d_mask = collate(texts[1] + texts[2])
-        q, d = model(q_ids.to(device), q_mask.to(device)), model(d_ids.to(device), d_mask.to(device))
-        tokens = int(q_mask.sum() + d_mask.sum())
-    positives, negatives = d[:n], d[n:]
-    if not bool(has.all()):
-        placeholder = torch.zeros((n, d.shape[1]), dtype=d.dtype, device=d.device)
-        negatives = placeholder.index_copy(0, has.nonzero()[:, 0].to(d.device), negatives)
-    return q, positives, negatives, has.to(d.device), tokens
-
-
-def batch_loss(model, collate: Collator, rows: list[dict], config: TrainConfig, device, gather=lambda t: t
-               ) -> tuple[torch.Tensor, int]:
-    """The InfoNCE loss of one batch of training rows (hard negatives if ``config.hard_negatives``) and the real
-    tokens it embedded: every training step's loss. ``gather``: each process's embeddings gathered with their
-    gradients, when several processes train (:func:`repro.training.distributed.gather_with_grad`)."""
-    q, p, n, has, tokens = batch_embeddings(model, collate, rows, config.packing, device)
-    negatives, valid = (gather(n), gather(has.float()).bool()) if config.hard_negatives else (None, None)
-    return info_nce(gather(q), gather(p), negatives, config.temperature, valid), tokens
-
-
-def optimizer_step(model, collate: Collator, rows: list[dict], config: TrainConfig, optimizer,
-                   device="cpu") -> int:
-    """One plain training step on ``rows`` outside the run loop (no accelerator, schedule or dev evaluation):
-    :func:`batch_loss`, backward, ``optimizer``'s step. Returns the real tokens embedded. The benchmarks time
-    this step; a custom training loop can call it."""
-    loss, tokens = batch_loss(model, collate, rows, config, device)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return tokens
-
-
-def collate_causal(model) -> bool:
-    """Whether the (possibly DDP-wrapped) model attends causally."""
-    core = getattr(model, "module", model)
-    return core.spec.attention == "causal"
-
 
 def embed_texts(model: EmbeddingModel, collate: Collator, texts: list[str], batch_tokens: int = 4096,
                 max_batch: int = 64, packing: bool = False) -> np.ndarray:

@@ -30,7 +30,6 @@ import pandas as pd
 
 from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig
-from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.scores import (
     RETRIEVAL_TASKS,
     SCORES_EXPERIMENT,
@@ -39,7 +38,7 @@ from repro.autoregembed.experiments.scores import (
     evaluate_autoreg_budget_points,
     score_identity,
 )
-from repro.autoregembed.experiments.search import SIDES, base_config, search_configs, selected_config
+from repro.autoregembed.experiments.search import SIDES, base_config, selected_config
 from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.core.tasks import TASKS as ALL_TASKS
@@ -104,7 +103,7 @@ def _score_key(config: AlignConfig | TrainConfig) -> tuple[str, dict]:
     return SCORES_EXPERIMENT, score_identity(config, EVAL_MAX_LENGTH)
 
 
-def _stored_scores(config: AlignConfig | TrainConfig, suite: str, tasks: Sequence[str]) -> dict:
+def stored_scores(config: AlignConfig | TrainConfig, suite: str, tasks: Sequence[str]) -> dict:
     return stored_per_task(*_score_key(config), suite, tasks)
 
 
@@ -194,7 +193,7 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
             if label == AUTOREG and selects_start(at_seed(config, seed)):  # the stage-1 encoder it started from
                 found = compression_scores(stage1, digests.get(seed), suite, tasks)
             else:
-                found = _stored_scores(at_seed(config, seed), suite, tasks)
+                found = stored_scores(at_seed(config, seed), suite, tasks)
             records.update({(label, seed, t): r for t, r in found.items()})
             if len(found) == len(tasks):  # a seed with missing tasks would mix task sets in means and spreads
                 frames.append(task_frame(found, model=label, seed=seed))
@@ -252,51 +251,6 @@ def curve_comparisons(curves: dict[str, tuple[pd.DataFrame, dict]]) -> dict[str,
             table = budget_comparison(curves[AUTOREG], curves[other])
             out[f"{AUTOREG} vs {other}"] = (table, budget_verdict(table))
     return out
-
-
-def search_dev_curves(base: AlignConfig) -> pd.DataFrame:
-    """The dev signal of every stored search run (side, run, step, validation_sts), for the search figure."""
-    rows = []
-    for side in SIDES:
-        for label, config in search_configs(side, base).items():
-            record = _run_record(config)
-            for r in (record or {}).get("rows", []):
-                if "validation_sts" in r:
-                    rows.append({"side": LABELS[side].replace("best ", ""), "run": label, "step": r["step"],
-                                 "validation_sts": r["validation_sts"]})
-    return pd.DataFrame(rows, columns=["side", "run", "step", "validation_sts"])
-
-
-def earlier_scores(earlier: AlignConfig, suite: str = FINAL_SUITE, tasks: Sequence[str] = TASKS) -> pd.DataFrame:
-    """The stored scores of the earlier fixed-budget Tables 1-2 runs from ``earlier`` (that page's stage-2
-    config): compression only, AutoRegEmbed and the four contrastive baselines, each with every task stored
-    (model, seed, task, category, score x100); read only."""
-    runs = {"AutoRegEmbed": earlier, COMPRESSION: earlier.compress}
-    runs.update({label: contrastive_config(label, earlier) for label in CONTRASTIVE})
-    frames = []
-    for label, config in runs.items():
-        found = _stored_scores(config, suite, tasks) if config is not None else {}
-        if len(found) == len(tasks):
-            frames.append(task_frame(found, model=label, seed=earlier.seed))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["model", "seed", "task", "category", "score"])
-
-
-def with_earlier(earlier: pd.DataFrame, now: pd.DataFrame) -> pd.DataFrame:
-    """The earlier page's claims about stage 2 (:func:`repro.autoregembed.claims.table_claims`) with the verdict
-    under the budget rule beside each, matched on what is compared (compression only, or the contrastive baseline:
-    the earlier page's best, here the dev-selected one) and the category."""
-    def role(comparison: str) -> str:
-        other = comparison.split(" vs ", 1)[1]
-        return COMPRESSION if other == COMPRESSION else BASELINE if other in CONTRASTIVE or other == BASELINE else other
-
-    verdicts = {(role(c), cat): v for c, cat, v in zip(now.get("comparison", []), now.get("category", []),
-                                                        now.get("verdict at our scale", []))}
-    table = earlier[["claim (paper)", "category", "comparison", "difference", "verdict at our scale"]]
-    table = table[[role(c) in (COMPRESSION, BASELINE) for c in table["comparison"]]].copy()  # stage 2's claims
-    table["under the budget rule"] = [verdicts.get((role(c), cat), "not scored yet")
-                                      for c, cat in zip(table["comparison"], table["category"])]
-    return table.reset_index(drop=True)
 
 
 def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: str = FINAL_SUITE,

@@ -134,6 +134,15 @@ def search_table(base: AlignConfig) -> pd.DataFrame:
     return table
 
 
+def search_dev_curves(base: AlignConfig) -> pd.DataFrame:
+    """The dev signal of every stored search run (side, run, step, validation_sts), for the search figure."""
+    names = {"autoregembed": "AutoRegEmbed", "baseline": "contrastive baseline"}
+    rows = [{"side": names[side], "run": label, "step": r["step"], "validation_sts": r["validation_sts"]}
+            for side in SIDES for label, config in search_configs(side, base).items()
+            for r in (_record(config) or {}).get("rows", []) if "validation_sts" in r]
+    return pd.DataFrame(rows, columns=["side", "run", "step", "validation_sts"])
+
+
 def selected_config(side: str, base: AlignConfig) -> AlignConfig | TrainConfig:
     """The dev-selected configuration of ``side`` once its whole search (both phases) is stored."""
     runs = search_configs(side, base)

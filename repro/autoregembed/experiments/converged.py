@@ -38,7 +38,7 @@ from repro.autoregembed.experiments.scores import (
     evaluate_autoreg_budget_points,
     score_identity,
 )
-from repro.autoregembed.experiments.search import SIDES, base_config, selected_config
+from repro.autoregembed.experiments.search import SIDE_NAMES, SIDES, base_config, selected_config
 from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.core.tasks import TASKS as ALL_TASKS
@@ -65,7 +65,7 @@ TASKS = STS_TASKS + RETRIEVAL_TASKS
 LEADERBOARD_TASKS = tuple(ALL_TASKS)  # every task of the book's suites (the leaderboard's rows)
 EVAL_MAX_LENGTH = 512
 COMPRESSION = "compression only"
-LABELS = {"autoregembed": "AutoRegEmbed", "baseline": "best contrastive baseline"}
+LABELS = {side: ("best " if side == "baseline" else "") + name for side, name in SIDE_NAMES.items()}
 AUTOREG, BASELINE = LABELS["autoregembed"], LABELS["baseline"]
 CLAIMS = [(f"alignment improves on compression only ({category})", AUTOREG, COMPRESSION, category, "better")
           for category in ("STS", "Retrieval")] + [

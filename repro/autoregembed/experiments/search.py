@@ -46,6 +46,7 @@ LORA_LR = 1e-4
 BASELINE = "mean, in-batch + hard negative"
 BASELINE_LRS = (5e-5, 1e-4, 2e-4)
 SIDES = ("autoregembed", "baseline")
+SIDE_NAMES = {"autoregembed": "AutoRegEmbed", "baseline": "contrastive baseline"}  # as the pages name them
 
 
 def base_config(backbone: str = "smollm2-135m", seed: int = 0, cap: int = CAP) -> AlignConfig:
@@ -136,8 +137,7 @@ def search_table(base: AlignConfig) -> pd.DataFrame:
 
 def search_dev_curves(base: AlignConfig) -> pd.DataFrame:
     """The dev signal of every stored search run (side, run, step, validation_sts), for the search figure."""
-    names = {"autoregembed": "AutoRegEmbed", "baseline": "contrastive baseline"}
-    rows = [{"side": names[side], "run": label, "step": r["step"], "validation_sts": r["validation_sts"]}
+    rows = [{"side": SIDE_NAMES[side], "run": label, "step": r["step"], "validation_sts": r["validation_sts"]}
             for side in SIDES for label, config in search_configs(side, base).items()
             for r in (_record(config) or {}).get("rows", []) if "validation_sts" in r]
     return pd.DataFrame(rows, columns=["side", "run", "step", "validation_sts"])

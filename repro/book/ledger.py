@@ -23,7 +23,7 @@ from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
 from repro.core.comparison import per_task_scores
 from repro.core.seeds import seeded_claims
-from repro.core.suites import describe_suite
+from repro.core.suites import suite_caps_text
 from repro.embedfilter.claims import best_variant_tests, tests_against_raw
 from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
@@ -179,6 +179,9 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     ablations = ablation_claims(variants)
     quoted_ablation = ablations["paper (quoted STS average)"].map(
         lambda v: NOT_QUOTED if pd.isna(v) else f"{v} (STS average of the variant, quoted from the paper)")
+    grid = grid_claims(variants, (base_a.temperature, base_a.beta))
+    quoted_grid = (grid["claim (paper)"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
+                                             if "Appendix F:" in c else NOT_QUOTED) if len(grid) else None)
     step = f"{base_t.steps} stage-2 steps x {base_t.batch_size} triplets, seed {base_t.seed}"
     parts = [
         _from_claims(3, p3_claims(wide), f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
@@ -186,10 +189,11 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
         _from_claims(3, data_efficiency_claims(curve, references=flat),
                      f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
                      "p3_data_efficiency", test="Wilcoxon over (size, seed) points"),
-        _from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, '{a['suite']}' "
-                     "suite", "p3_ablations", quoted=quoted_ablation),
-        _from_claims(3, grid_claims(variants, (base_a.temperature, base_a.beta)),
-                     f"{base_a.backbone}, temperature x beta grid, '{a['suite']}' suite", "p3_ablations"),
+        _from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, "
+                     f"'{a['suite']}' suite", "p3_ablations", quoted=quoted_ablation),
+        _from_claims(3, grid, f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
+                            f"{base_a.seed}, '{a['suite']}' suite", "p3_ablations",
+                     quoted=quoted_grid),
         paper3_converged_rows(profile),
     ]
     return pd.concat(parts, ignore_index=True)
@@ -233,7 +237,7 @@ def describe_scales(profile: str = "standard") -> str:
     """The suites the ledger's pages use, with their caps (one line each)."""
     suites = sorted({page_parameters(n, profile)["suite"] for n in ("p1_layerwise_mteb", "p1_tables",
                                                                     "p2_main_table", "p3_tables")})
-    return "; ".join(f"'{s}': {describe_suite(s)}" for s in suites)
+    return "; ".join(f"'{s}': {suite_caps_text(s)}" for s in suites)
 
 
 def scale_legend(rows: pd.DataFrame, prefix: str = "S") -> tuple[pd.DataFrame, list[str]]:

@@ -16,12 +16,17 @@ from repro.training.curves import training_curves
 from repro.training.evaluation import evaluate_trained
 
 
+def page_tasks(tasks: Sequence[str] | None = None) -> list[str]:
+    """The tasks of the Tables 1-2 page: ``tasks``, or by default the STS tasks and the retrieval pair."""
+    return list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS
+
+
 def method_scores(align: AlignConfig, suite: str = "compact", tasks: Sequence[str] | None = None,
                   methods: Sequence[str] | None = None, recompute: bool = False, progress: bool = False) -> pd.DataFrame:
     """Per-task scores (column ``method``) of Table 1/2's methods: the untrained backbone (last token, mean,
     PromptEOL), the contrastive baselines on the same triplets, compression only, and AutoRegEmbed."""
 
-    tasks = list(tasks) if tasks is not None else STS_TASKS + RETRIEVAL_TASKS
+    tasks = page_tasks(tasks)
     every = [*UNTRAINED, *CONTRASTIVE, "compression only", "AutoRegEmbed"]
     methods = list(methods) if methods is not None else every
     unknown = set(methods) - set(every)

@@ -1,0 +1,42 @@
+"""The claims ledger's reproducibility summaries: every number comes from page parameters or the paper profile."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from repro.book import paper_profile
+from repro.book.summaries import scope_and_scale, summary_markdown
+from repro.pooling_attention.trained import converged_config
+
+
+def test_scales_come_from_parameters_and_the_paper_profile():
+    one = scope_and_scale(1)["scale"]
+    rule = converged_config("smollm2-135m")
+    assert f"at most {rule.steps} steps x {rule.batch_size} examples" in one
+    assert f"{len(paper_profile.P1_TASKS)} MTEB tasks" in one and "Mistral-7B-v0.1 (7.2B)" in one
+    assert "quoted from the official code, yixuantt/PoolingAndAttn@" in one
+    two = scope_and_scale(2)["scale"]
+    assert "CQADupstack" not in two and "56 MTEB datasets" in two  # its 12 subforums count once, as in MTEB
+    three = scope_and_scale(3)["scale"]
+    assert "11 tasks at 'compact' caps" in three  # the Tables 1-2 page's STS tasks and the retrieval pair
+    assert "stage 2 1,563 steps x 128" in three
+    # the smoke profile's pages give the smoke scale
+    assert "'smoke' caps" in scope_and_scale(3, "smoke")["scale"]
+
+
+def test_summary_counts_and_bad_paper():
+    text = summary_markdown(3, "AutoRegEmbed", 4, 9)
+    assert text.startswith("**AutoRegEmbed.**") and "4 of 9 tested claims are supported" in text
+    with pytest.raises(ValueError, match="unknown paper 4"):
+        scope_and_scale(4)
+
+
+def test_ledger_page_types_no_summary_numbers():
+    """The summaries are generated: the ledger notebook's summaries section types no digit."""
+    cells = json.loads(Path("notebooks/claims_ledger.ipynb").read_text())["cells"]
+    section = [i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## Reproducibility summaries")]
+    assert len(section) == 1
+    prose = "".join(cells[section[0]]["source"])
+    assert not re.search(r"\d", prose) and "summary_markdown" in "".join(cells[section[0] + 1]["source"])

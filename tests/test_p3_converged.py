@@ -206,7 +206,8 @@ def test_an_incomplete_search_is_named_and_nothing_is_trained(monkeypatch):
     monkeypatch.setattr(converged, "selected_config", incomplete)
     monkeypatch.setattr(converged, "evaluate_autoreg", lambda *a, **k: None)
     base = search.base_config()
-    assert converged.missing_work(base) == ["the autoregembed search", "the baseline search"]
+    assert converged.missing_work(base) == [f"the {side} search (then its seeds, budget points and leaderboard tasks)"
+                                            for side in ("autoregembed", "baseline")]
     assert converged.selected_configs(base) == {converged.AUTOREG: None, converged.BASELINE: None}
     frame, _ = converged.final_scores(base)
     assert frame.empty and converged.budget_curves(base) == {} and converged.curve_comparisons({}) == {}

@@ -261,8 +261,9 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
     budget point of seed 0's runs (all tasks at each), and last the leaderboard's tasks of each seed on
     ``final_suite`` (those need the run's weights: a run folder gone means retraining)."""
     selected = selected_configs(base)
-    todo = [f"the {side} search" for side, label in LABELS.items() if selected[label] is None]
-    if todo:
+    todo = [f"the {side} search (then its seeds, budget points and leaderboard tasks)"
+            for side, label in LABELS.items() if selected[label] is None]
+    if todo:  # the rest depends on the selections
         return todo
     stage1 = compression_config(base, selected)
     for digest in sorted(set(stage1_digests(base, seeds).values())):

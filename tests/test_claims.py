@@ -338,11 +338,12 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     from repro.core.tasks import TASKS
 
     base = p3.base_config("smollm2-135m")
+    fixed = leaderboard.tables_labels("smollm2-135m")
+    assert fixed["AutoRegEmbed"].startswith("AutoRegEmbed (Paper 3) at the Tables 1-2 configuration (150 stage-2")
     autoreg = replace(base, lr=2e-6)
     baseline = replace(contrastive_config("last token, in-batch + hard negative", base, lr=2e-4), temperature=0.02)
     earlier = {label: pd.DataFrame({"method": label, "task": list(TASKS), "category": "STS", "score": 1.0})
-               for label in ["compression only (Paper 3)", "AutoRegEmbed (Paper 3)",
-                             *[leaderboard.baseline_label(n) for n in leaderboard.CONTRASTIVE]]}
+               for label in [*fixed.values(), *[leaderboard.baseline_label(n) for n in leaderboard.CONTRASTIVE]]}
     monkeypatch.setattr(leaderboard, "_paper3_tables", lambda backbone: earlier)
     assert leaderboard._paper3("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
@@ -366,7 +367,7 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     # AutoRegEmbed stored without its compression only (e.g. a stage 1 retrained since): that row stays as it was
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] != p3.COMPRESSION]), {}))
-    assert "compression only (Paper 3)" in leaderboard._paper3("smollm2-135m")
+    assert fixed["compression only"] in leaderboard._paper3("smollm2-135m")
     # a LoRA selection is named apart: no encode rate of the fully fine-tuned encoder is read for it
     lora_run = replace(autoreg, finetune="lora", compress=replace(autoreg.compress, finetune="lora"))
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: lora_run,
@@ -380,7 +381,7 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] == p3.BASELINE]), {}))
     kept = leaderboard._paper3("smollm2-135m")
-    assert {"compression only (Paper 3)", "AutoRegEmbed (Paper 3)"} <= set(kept)
+    assert set(fixed.values()) <= set(kept)
     assert not any(label in kept for label in earlier if "baseline" in label) and len(kept) == 3
     # their training hours: mean wall hours over the seeds behind the row's scores (a run whose scores are not
     # all stored is left out; no stage-1 record is stored here, so nothing is added for it), under the row's label
@@ -390,3 +391,20 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     monkeypatch.setattr(p3, "run_table", lambda b, seeds=p3.SEEDS: runs)
     hours = leaderboard._paper3_budget_hours("smollm2-135m")
     assert hours == {labels[0]: 1.5, labels[-1]: 0.5}
+
+
+def test_leaderboard_cost_columns_and_missing_commands():
+    from repro.book import leaderboard
+
+    hours = pd.Series({"Paper 1 model 1 (converged, 3 seeds)": 0.8})
+    labels = ["PromptEOL + EmbedFilter edge/2", "Paper 1 model 1 (converged, 3 seeds)", "all-MiniLM-L6-v2 (reference)",
+              "Paper 1 model 4 (converged, 1 seed)"]
+    column = leaderboard.hours_column(labels, hours)
+    assert column.iloc[0] == 0.0 and column.iloc[1] == 0.8  # training-free 0, trained from its record
+    assert column.iloc[2:].isna().all()  # the reference (trained elsewhere) and a trained row without a record
+    assert [leaderboard.short_label(label) for label in labels] == ["PromptEOL + EF", "P1 model 1",
+                                                                     "MiniLM (reference)", "P1 model 4"]
+    missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
+                                       ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"])
+    assert list(missing["computed by"]) == ["scripts/p1_converged.sh 2:0 2:1 2:2",
+                                            "python -m repro.autoregembed.experiments.cli --stage align --suite compact"]

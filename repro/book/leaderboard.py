@@ -19,6 +19,7 @@ that computes it; :func:`ranked` gives category means, the overall mean and, for
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -164,17 +165,23 @@ def _paper3_budget_rule(backbone: str) -> dict[str, pd.DataFrame]:
     return out
 
 
+def tables_labels(backbone: str = "smollm2-135m") -> dict[str, str]:
+    """Row labels of compression only and AutoRegEmbed at the Tables 1-2 page's configuration (fixed budget, one
+    seed), by method; they start like the budget-rule labels, so the encode rates match both."""
+    compress, align = paper3_configs(backbone)
+    return {"compression only": f"compression only (Paper 3) at the Tables 1-2 configuration ({compress.steps} "
+                                f"stage-1 steps, seed {compress.seed})",
+            "AutoRegEmbed": f"AutoRegEmbed (Paper 3) at the Tables 1-2 configuration ({align.steps} stage-2 steps at "
+                            f"lr {align.lr:g}, seed {align.seed})"}
+
+
 def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
     """Paper 3's rows: under the budget rule where stored on every task (AutoRegEmbed with its compression only;
     the dev-selected contrastive baseline), else at the Tables 1-2 configuration (its four baselines)."""
     later = _paper3_budget_rule(backbone)
     if later:
-        earlier = _paper3_tables(backbone)
-        drop = set()
-        if any(label.startswith("AutoRegEmbed") for label in later):
-            drop.add("AutoRegEmbed (Paper 3)")
-        if any(label.startswith("compression only") for label in later):
-            drop.add("compression only (Paper 3)")
+        earlier, fixed = _paper3_tables(backbone), tables_labels(backbone)
+        drop = {fixed[method] for method in fixed if any(label.startswith(method) for label in later)}
         if any("baseline" in label for label in later):
             drop |= {baseline_label(name) for name in CONTRASTIVE}
         return {**{k: v for k, v in earlier.items() if k not in drop}, **later}
@@ -185,7 +192,8 @@ def _paper3_tables(backbone: str) -> dict[str, pd.DataFrame]:
     compress, align = paper3_configs(backbone)
     tasks = list(TASKS)
     out = {}
-    for label, config in (("compression only (Paper 3)", compress), ("AutoRegEmbed (Paper 3)", align)):
+    fixed = tables_labels(backbone)
+    for label, config in ((fixed["compression only"], compress), (fixed["AutoRegEmbed"], align)):
         out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks))
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
@@ -208,13 +216,14 @@ def _minilm() -> dict[str, pd.DataFrame]:
 
 ROWS = {  # label part -> (paper, the command that computes a missing task); the first part found wins
     BUDGET_RULE: ("3", "scripts/p3_converged.sh (in the session that trains the run)"),
-    "last token (untrained)": ("-", "repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
-    "mean (untrained)": ("-", "repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
+    "last token (untrained)": ("-", "python -m repro.autoregembed.experiments.cli --untrained --suite compact "
+                                    "--tasks ..."),
+    "mean (untrained)": ("-", "python -m repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
     "PromptEOL": ("2", "repro embedfilter --prompt prompteol --suite compact"),
     "Echo": ("2", "repro embedfilter --prompt echo --suite compact"),
-    "Paper 1 model": ("1", "scripts/p1_converged.sh MODEL:SEED"),
-    "compression only": ("3", "repro.autoregembed.experiments.cli --stage compress --suite compact"),
-    "AutoRegEmbed": ("3", "repro.autoregembed.experiments.cli --stage align --suite compact"),
+    "Paper 1 model": ("1", "scripts/p1_converged.sh {model}:0 {model}:1 {model}:2"),
+    "compression only": ("3", "python -m repro.autoregembed.experiments.cli --stage compress --suite compact"),
+    "AutoRegEmbed": ("3", "python -m repro.autoregembed.experiments.cli --stage align --suite compact"),
     "baseline": ("3", "retrain the baseline (p3_tables standard) and score it on compact"),
     "all-MiniLM": ("reference", "python -m repro.core.reference --suite compact"),
 }
@@ -239,6 +248,8 @@ def missing_rows(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
         lacking = [t for t in TASKS if t not in have]
         if lacking:
             command = next((c for prefix, (_, c) in ROWS.items() if prefix in method), "")
+            model = re.match(r"Paper 1 model (\d)", method)
+            command = command.format(model=model.group(1)) if model else command
             rows.append({"method": method, "tasks stored": len(have), "missing": len(lacking),
                          "missing tasks": ", ".join(lacking), "computed by": command})
     return pd.DataFrame(rows)
@@ -292,6 +303,28 @@ def compact_view(table: pd.DataFrame) -> pd.DataFrame:
     return view.rename(columns=SHORT)
 
 
+def short_label(label: str) -> str:
+    """A few words naming a row in the cost figure (the table gives the full label)."""
+    model = re.match(r"Paper 1 model (\d)", label)
+    if model:
+        return f"P1 model {model.group(1)}"
+    for part, short in (("(Paper 3 baseline)", "P3 baseline"), ("compression only", "compression only"),
+                        ("AutoRegEmbed", "AutoRegEmbed"), ("all-MiniLM", "MiniLM (reference)")):
+        if part in label:
+            return short
+    return label.replace(" + EmbedFilter edge/2", " + EF").replace(" (untrained)", "")
+
+
+TRAINING_FREE = ("last token (untrained)", "mean (untrained)", "PromptEOL", "Echo")  # label prefixes
+
+
+def hours_column(labels, hours: pd.Series) -> pd.Series:
+    """The training-hours column for rows ``labels``: the stored hours of a trained row, 0 for a training-free
+    one (:data:`TRAINING_FREE`), NaN otherwise (the reference, trained elsewhere; a trained row with no record)."""
+    return pd.Series([0.0 if label.startswith(TRAINING_FREE) else hours.get(label, np.nan) for label in labels],
+                     index=list(labels), name="training hours", dtype=float)
+
+
 def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     """Training wall-clock hours behind each trained method, from the stored run records: Paper 1's converged
     runs (steps and dev evaluations, mean over seeds), Paper 3's stages (stage 1 counted in both compression
@@ -305,11 +338,12 @@ def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     compress, align = paper3_configs(backbone)
     stage1 = load_result(AUTOREG_RUNS, ar_run_params(compress))
     stage2 = load_result(AUTOREG_RUNS, ar_run_params(align))
+    fixed = tables_labels(backbone)
     if stage1 is not None:
-        hours["compression only (Paper 3)"] = stage1["summary"]["train_seconds"] / 3600
+        hours[fixed["compression only"]] = stage1["summary"]["train_seconds"] / 3600
         if stage2 is not None:
-            hours["AutoRegEmbed (Paper 3)"] = (stage1["summary"]["train_seconds"]
-                                               + stage2["summary"]["train_seconds"]) / 3600
+            hours[fixed["AutoRegEmbed"]] = (stage1["summary"]["train_seconds"]
+                                            + stage2["summary"]["train_seconds"]) / 3600
     for name in CONTRASTIVE:
         record = load_result(TRAINED_RUNS, {"train": contrastive_config(name, align).identity()})
         if record is not None:

@@ -88,3 +88,50 @@ def test_a_paired_test_is_stored_and_keyed_by_what_it_reads(monkeypatch):
     changed["units"]["values"] = encode_array(values)
     with pytest.raises(AssertionError, match="recomputed"):  # other per-query scores: another key
         paired_test(first[task], changed, n_resamples=50)
+
+
+def test_complete_units_recomputes_only_scores_stored_without_them():
+    import json
+
+    from repro.store.results import result_path
+
+    tasks = ["SciFact", "STS17"]
+    embedder, calls = HashEmbedder("u"), []
+
+    def make():
+        calls.append(1)
+        return embedder, "u"
+
+    def run(**kw):
+        return evaluate_per_task("units_test", {"model": "u"}, "smoke", tasks, make, progress=False, **kw)
+
+    first = run()
+    params = {"model": "u", "suite": "smoke", "caps": describe_suite("smoke"), "task": "SciFact",
+              "data": data_fingerprint("SciFact")}
+    path = result_path("units_test", params)
+    record = json.loads(path.read_text())
+    del record["units"]  # as stored before per-unit data were kept
+    path.write_text(json.dumps(record))
+    calls.clear()
+    run()  # a page-style call leaves it alone
+    assert calls == [] and "units" not in load_result("units_test", params)
+    again = run(complete_units=True)  # only the score without units is recomputed, from the same weights
+    assert calls == [1] and "units" in load_result("units_test", params)
+    assert again.set_index("task")["main_score"].equals(first.set_index("task")["main_score"])
+    calls.clear()
+    run(complete_units=True)  # nothing left to complete
+    assert calls == []
+
+
+def test_in_task_tests_name_a_score_without_units_untestable():
+    from repro.core.seeds import in_task_tests
+
+    _, first = _scores("a")
+    _, second = _scores("b")
+    old = copy.deepcopy(second["SciFact"])
+    del old["units"]
+    records = {("m", 0, "SciFact"): first["SciFact"], ("n", 0, "SciFact"): old,
+               ("m", 0, "STS17"): first["STS17"], ("n", 0, "STS17"): second["STS17"]}
+    table = in_task_tests(records, "m", "n", n_resamples=50).set_index("task")
+    assert table.loc["SciFact", "verdict"] == "untestable (no per-unit data stored)"
+    assert np.isnan(table.loc["SciFact", "difference"]) and np.isfinite(table.loc["STS17", "difference"])

@@ -109,6 +109,11 @@ def task_units(task, prediction: dict, main_score: float | None = None) -> dict 
     raise ValueError(f"no per-unit data for category {source.category}")
 
 
+def lacks_units(record: dict | None, task: str) -> bool:
+    """Whether a stored score of an offline task outside STS has no per-unit data (False when nothing is stored)."""
+    return record is not None and task in TASKS and TASKS[task].category != "STS" and "units" not in record
+
+
 def _units(record: dict) -> dict:
     if "units" not in record:
         raise ValueError(f"the stored score of {record['params'].get('task')} has no per-unit data (scored before "

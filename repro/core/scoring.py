@@ -11,6 +11,7 @@ import pandas as pd
 
 from repro.core.embedder import Embedder
 from repro.core.evaluate import MtebEncoder, evaluate_encoders
+from repro.core.paired import lacks_units
 from repro.core.suites import describe_suite, suite_caps
 from repro.core.tasks import check_task_names, data_fingerprint, suite_task
 from repro.store.results import encode_array, load_or_compute, load_result
@@ -33,11 +34,13 @@ def stored_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence
 def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequence[str] | None,
                       make_embedder: Callable[[], tuple[Embedder, str]], progress: bool = True,
                       recompute: bool = False, label: str = "", recompute_stale: bool = False,
-                      instructions: dict[str, str] | None = None) -> pd.DataFrame:
+                      instructions: dict[str, str] | None = None, complete_units: bool = False) -> pd.DataFrame:
     """mteb scores of one trained embedder, stored per task under ``identity`` + suite + task (STS keeps its
     per-pair similarities). ``make_embedder() -> (Embedder, weights digest)`` runs only if a task is missing
     (or, with ``recompute_stale``, always: then every task stored from other weights is recomputed); scores
-    from two different trainings (digests) are never mixed in one table."""
+    from two different trainings (digests) are never mixed in one table. ``complete_units``: also recompute a
+    stored offline non-STS score that has no per-unit data (stored before those were kept; the paired tests
+    inside a task need them), from weights that must be the ones it was scored from (the digest check above)."""
     suite_caps(suite)
     tasks = check_task_names(tasks, suite)
     state: dict = {}
@@ -69,7 +72,12 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
             return rows, {"task_seconds": time.perf_counter() - start}, extra
 
         stale = recompute_stale and (load_result(experiment, params) or {}).get("weights_sha256") != state["weights"]
+        before = load_result(experiment, params) if complete_units else None
+        stale = stale or lacks_units(before, name)
         record = load_or_compute(experiment, params, compute, recompute=recompute or stale)
+        if lacks_units(before, name):  # the same weights (digest check below) give the same score, up to numerics
+            change = pd.DataFrame(record["rows"])["main_score"].mean() - pd.DataFrame(before["rows"])["main_score"].mean()
+            log.warning("%s %s: recomputed for its per-unit data; main score changed by %.2e", label, name, change)
         digests.add(record.get("weights_sha256"))
         frames.append(pd.DataFrame(record["rows"]).assign(weights_sha256=record.get("weights_sha256")))
         if progress:

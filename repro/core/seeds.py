@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from repro.core.comparison import claim_verdict
-from repro.core.paired import paired_test
+from repro.core.paired import lacks_units, paired_test
+from repro.core.tasks import TASKS
 
 
 def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -59,11 +60,17 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
 
 
 def in_task_tests(records: dict, a, b, seed: int = 0, n_resamples: int = 1000) -> pd.DataFrame:
-    """Per task both models have (same seed): the paired test of ``a`` vs ``b`` inside the task."""
+    """Per task both models have (same seed): the paired test of ``a`` vs ``b`` inside the task. A score stored
+    before per-unit data were kept gives the row "untestable (no per-unit data stored)" and no statistic."""
     rows = []
     tasks = sorted({t for (m, s, t) in records if m == a and s == seed} & {t for (m, s, t) in records
                                                                            if m == b and s == seed})
     for task in tasks:
-        test = paired_test(records[(a, seed, task)], records[(b, seed, task)], n_resamples)
+        pair = (records[(a, seed, task)], records[(b, seed, task)])
+        if any(lacks_units(r, task) for r in pair):
+            rows.append({"comparison": f"{a} vs {b}", "seed": seed, "task": task, "category": TASKS[task].category,
+                         "verdict": "untestable (no per-unit data stored)"})
+            continue
+        test = paired_test(*pair, n_resamples)
         rows.append({"comparison": f"{a} vs {b}", "seed": seed, **test})
     return pd.DataFrame(rows)

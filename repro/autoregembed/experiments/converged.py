@@ -370,7 +370,7 @@ def score_compression(base: AlignConfig, seeds: Sequence[int], suites: Sequence[
 
         for suite in suites:
             evaluate_per_task(SCORES_EXPERIMENT, compression_identity(stage1, digest, suite, tasks), suite, tasks,
-                              make_embedder, progress, label=COMPRESSION)
+                              make_embedder, progress, label=COMPRESSION, complete_units=True)
 
 
 def main(argv=None):

@@ -303,6 +303,13 @@ def compact_view(table: pd.DataFrame) -> pd.DataFrame:
     return view.rename(columns=SHORT)
 
 
+def shown(table: pd.DataFrame, decimals: int = 2) -> pd.DataFrame:
+    """``table`` rounded for the page, a missing value shown as "–" instead of NaN (a category without tasks, the
+    reference's training hours)."""
+    rounded = table.round(decimals)
+    return rounded.astype(object).where(rounded.notna(), "–")
+
+
 def short_label(label: str) -> str:
     """A few words naming a row in the cost figure (the table gives the full label)."""
     model = re.match(r"Paper 1 model (\d)", label)

@@ -147,6 +147,11 @@ def paired_test(record_a: dict, record_b: dict, n_resamples: int = 1000, seed: i
     return {key: (value.item() if isinstance(value, np.generic) else value) for key, value in row.items()}
 
 
+def _plural(unit: str) -> str:
+    """``query`` -> ``queries``, ``example`` -> ``examples``: a unit's name in a test's description."""
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
+
+
 def _paired_test(record_a: dict, record_b: dict, n_resamples: int, seed: int) -> dict:
     task, suite = record_a["params"]["task"], record_a["params"]["suite"]
     category = TASKS[task].category
@@ -162,7 +167,7 @@ def _paired_test(record_a: dict, record_b: dict, n_resamples: int, seed: int) ->
         if category in ("Retrieval", "Classification"):
             result = paired_bootstrap_mean(a, b, n_resamples, seed)
             result["test"] = result["test"].replace("mean difference", f"mean {ua['metric']} difference over "
-                                                                       f"{ua['unit']}s")
+                                                                       f"{_plural(ua['unit'])}")
         elif category == "PairClassification":
             labels = np.asarray(data["test"]["labels"])
             result = paired_bootstrap_statistic(

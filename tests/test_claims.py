@@ -408,3 +408,22 @@ def test_leaderboard_cost_columns_and_missing_commands():
                                        ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"])
     assert list(missing["computed by"]) == ["scripts/p1_converged.sh 2:0 2:1 2:2",
                                             "python -m repro.autoregembed.experiments.cli --stage align --suite compact"]
+    assert "estimated hours" not in missing  # no measured run cost given: no estimate
+    costed = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
+                                      ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"], 1.5)
+    assert costed["estimated hours"].iloc[0] == 4.5 and np.isnan(costed["estimated hours"].iloc[1])  # 3 runs x 1.5 h
+
+
+def test_paper1_run_hours_adds_scoring_to_the_run(tmp_path, monkeypatch):
+    from repro.book import leaderboard
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    assert leaderboard.paper1_run_hours() is None  # nothing stored: no estimate
+    frame = pd.DataFrame([{"model": 1, "seed": 0, "task": t, "category": "STS", "score": 1.0} for t in ("A", "B")])
+    records = {(1, 0, t): {"timings": {"task_seconds": 1800.0}, "rows": []} for t in ("A", "B")}
+    runs = pd.DataFrame([{"model": 1, "seed": 0, "wall hours (run: steps + dev evaluations)": 0.5}])
+    monkeypatch.setattr(leaderboard, "TASKS", {"A": None, "B": None})
+    monkeypatch.setattr(leaderboard, "converged_scores", lambda *a, **k: (frame, records))
+    monkeypatch.setattr(leaderboard, "run_table", lambda *a, **k: runs)
+    assert leaderboard.paper1_run_hours() == pytest.approx(1.5)  # 0.5 h of run + 2 x 0.5 h of scoring

@@ -240,8 +240,10 @@ def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, li
     return scores, list(frames)
 
 
-def missing_rows(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
-    """Per method: the tasks of the suite it lacks, and the command that computes them."""
+def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | None = None) -> pd.DataFrame:
+    """Per method: the tasks of the suite it lacks, and the command that computes them. ``run_hours``: the
+    measured wall hours of one Paper 1 converged run with its scoring (:func:`paper1_run_hours`); a Paper 1 row
+    then gets its estimated cost, that times the seeds its command trains."""
     rows = []
     for method in methods:
         have = set(scores.loc[scores.method == method, "task"])
@@ -250,9 +252,31 @@ def missing_rows(scores: pd.DataFrame, methods: list[str]) -> pd.DataFrame:
             command = next((c for prefix, (_, c) in ROWS.items() if prefix in method), "")
             model = re.match(r"Paper 1 model (\d)", method)
             command = command.format(model=model.group(1)) if model else command
-            rows.append({"method": method, "tasks stored": len(have), "missing": len(lacking),
-                         "missing tasks": ", ".join(lacking), "computed by": command})
+            row = {"method": method, "tasks stored": len(have), "missing": len(lacking),
+                   "missing tasks": ", ".join(lacking), "computed by": command}
+            if run_hours is not None:
+                runs = len(re.findall(r"\d:\d", command)) if model else 0
+                row["estimated hours"] = round(runs * run_hours, 1) if runs else np.nan
+            rows.append(row)
     return pd.DataFrame(rows)
+
+
+def paper1_run_hours(backbone: str = "smollm2-135m") -> float | None:
+    """The mean measured wall hours of one stored Paper 1 converged run on ``backbone`` on this book's machines:
+    its steps and dev evaluations (the run record) plus its plain `compact` scoring (the stored scores' seconds);
+    None when no run is stored on every task."""
+    frame, records = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)
+    runs = run_table(backbone, [1, 2, 3, 4, 5])
+    if frame.empty or runs.empty:
+        return None
+    hours = []
+    for (model, seed), _ in frame.groupby(["model", "seed"]):
+        run = runs[(runs.model == model) & (runs.seed == seed)]
+        scoring = sum(records[(model, seed, task)].get("timings", {}).get("task_seconds", 0.0)
+                      for task in TASKS if (model, seed, task) in records)
+        if len(run):
+            hours.append(float(run["wall hours (run: steps + dev evaluations)"].iloc[0]) + scoring / 3600)
+    return float(np.mean(hours)) if hours else None
 
 
 def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:

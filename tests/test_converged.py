@@ -116,3 +116,23 @@ def test_the_instruction_variant_is_compared_with_plain_inputs_per_run(monkeypat
     (row,) = table.to_dict("records")  # model 1 has no instructed scores: no row
     assert (row["model"], row["seed"], row["tasks"]) == (4, 1, 12)
     assert abs(row["difference"] - 2.0) < 0.1 and row["verdict"] == "instructions help"
+
+
+def test_the_deviation_table_states_our_side_from_the_configuration(tmp_path, monkeypatch):
+    import pytest
+
+    from repro.pooling_attention import deviations
+    from repro.pooling_attention.trained import converged_config
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path))
+    table = deviations.deviation_table(["smollm2-135m"], "compact", {"smollm2-135m": ["STS12", "STS13"]})
+    ours, quoted = table["here"], table.iloc[:, 0]
+    config = converged_config("smollm2-135m")
+    assert f"{config.steps}-step cap" in ours["training data, budget"] and f"r {config.lora_r}," in ours["LoRA"]
+    assert "smollm2-135m: 2 offline tasks" in ours["tasks"]  # the backbone's own task list counted
+    assert "no run stored yet" in ours["pooling head"]  # an empty store: no head size is claimed
+    assert quoted["optimiser"].startswith("lr 1e-5") and "quoted" in table.columns[0]
+    monkeypatch.setattr(deviations, "converged_config", lambda b, *a, **k: converged_config(b, *a, lr=1e-3))
+    assert "lr 0.001" in deviations.deviation_table(["smollm2-135m"])["here"]["optimiser"]  # follows the config
+    with pytest.raises(ValueError, match="no backbone"):
+        deviations.deviation_table([])

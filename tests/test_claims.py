@@ -315,14 +315,14 @@ def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next(
 
 
 def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch):
-    from repro.book import cost, leaderboard
+    from repro.book import cost, leaderboard, leaderboard_costs
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
     scores, methods = leaderboard.leaderboard_scores()
     assert scores.empty and "Paper 1 model 1 (converged, 0 seeds)" in methods
-    assert leaderboard.ranked(scores).empty and leaderboard.training_hours().empty
-    assert leaderboard.dimensions(scores).empty
+    assert leaderboard.ranked(scores).empty and leaderboard_costs.training_hours().empty
+    assert leaderboard_costs.dimensions(scores).empty
     assert len(leaderboard.missing_rows(scores, methods)) == len(methods)
     costs = cost.stored_costs()
     assert costs.empty and cost.per_experiment(costs).empty and cost.per_run(costs).empty
@@ -334,7 +334,7 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
 
     from repro.autoregembed.experiments import converged as p3
     from repro.autoregembed.experiments.baselines import contrastive_config
-    from repro.book import encode_rates, leaderboard
+    from repro.book import encode_rates, leaderboard, leaderboard_costs
     from repro.core.tasks import TASKS
 
     base = p3.base_config("smollm2-135m")
@@ -389,17 +389,17 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     runs = pd.DataFrame({"method": [p3.AUTOREG, p3.AUTOREG, p3.BASELINE, p3.BASELINE], "seed": [0, 1, 0, 2],
                          "wall hours (run: steps + dev evaluations)": [1.0, 2.0, 0.5, 9.0]})
     monkeypatch.setattr(p3, "run_table", lambda b, seeds=p3.SEEDS: runs)
-    hours = leaderboard._paper3_budget_hours("smollm2-135m")
+    hours = leaderboard_costs.paper3_budget_hours("smollm2-135m")
     assert hours == {labels[0]: 1.5, labels[-1]: 0.5}
 
 
 def test_leaderboard_cost_columns_and_missing_commands():
-    from repro.book import leaderboard
+    from repro.book import leaderboard, leaderboard_costs
 
     hours = pd.Series({"Paper 1 model 1 (converged, 3 seeds)": 0.8})
     labels = ["PromptEOL + EmbedFilter edge/2", "Paper 1 model 1 (converged, 3 seeds)", "all-MiniLM-L6-v2 (reference)",
               "Paper 1 model 4 (converged, 1 seed)"]
-    column = leaderboard.hours_column(labels, hours)
+    column = leaderboard_costs.hours_column(labels, hours)
     assert column.iloc[0] == 0.0 and column.iloc[1] == 0.8  # training-free 0, trained from its record
     assert column.iloc[2:].isna().all()  # the reference (trained elsewhere) and a trained row without a record
     assert [leaderboard.short_label(label) for label in labels] == ["PromptEOL + EF", "P1 model 1",
@@ -415,15 +415,15 @@ def test_leaderboard_cost_columns_and_missing_commands():
 
 
 def test_paper1_run_hours_adds_scoring_to_the_run(tmp_path, monkeypatch):
-    from repro.book import leaderboard
+    from repro.book import leaderboard_costs as costs
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
-    assert leaderboard.paper1_run_hours() is None  # nothing stored: no estimate
+    assert costs.paper1_run_hours() is None  # nothing stored: no estimate
     frame = pd.DataFrame([{"model": 1, "seed": 0, "task": t, "category": "STS", "score": 1.0} for t in ("A", "B")])
     records = {(1, 0, t): {"timings": {"task_seconds": 1800.0}, "rows": []} for t in ("A", "B")}
     runs = pd.DataFrame([{"model": 1, "seed": 0, "wall hours (run: steps + dev evaluations)": 0.5}])
-    monkeypatch.setattr(leaderboard, "TASKS", {"A": None, "B": None})
-    monkeypatch.setattr(leaderboard, "converged_scores", lambda *a, **k: (frame, records))
-    monkeypatch.setattr(leaderboard, "run_table", lambda *a, **k: runs)
-    assert leaderboard.paper1_run_hours() == pytest.approx(1.5)  # 0.5 h of run + 2 x 0.5 h of scoring
+    monkeypatch.setattr(costs, "TASKS", {"A": None, "B": None})
+    monkeypatch.setattr(costs, "converged_scores", lambda *a, **k: (frame, records))
+    monkeypatch.setattr(costs, "run_table", lambda *a, **k: runs)
+    assert costs.paper1_run_hours() == pytest.approx(1.5)  # 0.5 h of run + 2 x 0.5 h of scoring

@@ -18,7 +18,6 @@ that computes it; :func:`ranked` gives category means, the overall mean and, for
 
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
@@ -29,17 +28,13 @@ from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_co
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import score_identity
-from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
-from repro.autoregembed.train import run_params as ar_run_params
 from repro.book.pages import page_parameters
-from repro.core.reference import minilm_path
 from repro.core.scoring import stored_per_task
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS, data_fingerprint
 from repro.embedfilter.sweep import stored_scores
-from repro.pooling_attention.converged import converged_scores, run_table
-from repro.store.results import all_results, load_result
-from repro.training.contrastive import RUNS_EXPERIMENT as TRAINED_RUNS
+from repro.pooling_attention.converged import converged_scores
+from repro.store.results import all_results
 from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
 from repro.training.evaluation import score_identity as trained_score_identity
 
@@ -88,18 +83,18 @@ def baseline_label(name: str) -> str:
     return f"{name} (Paper 3 baseline)"
 
 
-def _paper1_label(model, seeds: int) -> str:
+def paper1_label(model, seeds: int) -> str:
     return f"Paper 1 model {model} (converged, {seeds} seed{'s' if seeds != 1 else ''})"
 
 
 def _paper1(backbone: str) -> dict[str, pd.DataFrame]:
     frame, _ = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)
     stored = set(frame["model"]) if len(frame) else set()
-    out = {_paper1_label(m, 0): pd.DataFrame(columns=["method", "task", "category", "score"])
+    out = {paper1_label(m, 0): pd.DataFrame(columns=["method", "task", "category", "score"])
            for m in (1, 2, 3, 4, 5) if m not in stored}  # listed as missing
     for model, part in (frame.groupby("model") if len(frame) else []):
         seeds = part["seed"].nunique()
-        label = _paper1_label(model, seeds)
+        label = paper1_label(model, seeds)
         per_task = part.groupby(["task", "category"], as_index=False)["score"].mean()
         out[label] = per_task.assign(method=label)[["method", "task", "category", "score"]]
     return out
@@ -145,7 +140,7 @@ def paper3_budget_labels(backbone: str = "smollm2-135m", seeds: dict[str, int] |
     return labels
 
 
-def _paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, str]]:
+def paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, str]]:
     """The budget-rule page's stored scores on every task of the suite (model, seed, task, category, score) and
     each method's row label (seeds counted over those scores)."""
     frame, _ = p3_converged.final_scores(p3_converged.base_config(backbone), p3_converged.SEEDS, SUITE, list(TASKS))
@@ -157,7 +152,7 @@ def _paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, str]]:
 def _paper3_budget_rule(backbone: str) -> dict[str, pd.DataFrame]:
     """Paper 3's methods under the budget rule: each dev-selected configuration averaged over its seeds stored on
     every task, and compression only from the stage 1 those seeds started from (empty while none is stored)."""
-    frame, labels = _paper3_budget_frame(backbone)
+    frame, labels = paper3_budget_frame(backbone)
     out = {}
     for model, part in frame.groupby("model"):
         per_task = part.groupby(["task", "category"], as_index=False)["score"].mean()
@@ -242,7 +237,8 @@ def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, li
 
 def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | None = None) -> pd.DataFrame:
     """Per method: the tasks of the suite it lacks, and the command that computes them. ``run_hours``: the
-    measured wall hours of one Paper 1 converged run with its scoring (:func:`paper1_run_hours`); a Paper 1 row
+    measured wall hours of one Paper 1 converged run with its scoring
+    (:func:`repro.book.leaderboard_costs.paper1_run_hours`); a Paper 1 row
     then gets its estimated cost, that times the seeds its command trains."""
     rows = []
     for method in methods:
@@ -259,24 +255,6 @@ def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | No
                 row["estimated hours"] = round(runs * run_hours, 1) if runs else np.nan
             rows.append(row)
     return pd.DataFrame(rows)
-
-
-def paper1_run_hours(backbone: str = "smollm2-135m") -> float | None:
-    """The mean measured wall hours of one stored Paper 1 converged run on ``backbone`` on this book's machines:
-    its steps and dev evaluations (the run record) plus its plain `compact` scoring (the stored scores' seconds);
-    None when no run is stored on every task."""
-    frame, records = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)
-    runs = run_table(backbone, [1, 2, 3, 4, 5])
-    if frame.empty or runs.empty:
-        return None
-    hours = []
-    for (model, seed), _ in frame.groupby(["model", "seed"]):
-        run = runs[(runs.model == model) & (runs.seed == seed)]
-        scoring = sum(records[(model, seed, task)].get("timings", {}).get("task_seconds", 0.0)
-                      for task in TASKS if (model, seed, task) in records)
-        if len(run):
-            hours.append(float(run["wall hours (run: steps + dev evaluations)"].iloc[0]) + scoring / 3600)
-    return float(np.mean(hours)) if hours else None
 
 
 def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
@@ -344,80 +322,3 @@ def short_label(label: str) -> str:
         if part in label:
             return short
     return label.replace(" + EmbedFilter edge/2", " + EF").replace(" (untrained)", "")
-
-
-TRAINING_FREE = ("last token (untrained)", "mean (untrained)", "PromptEOL", "Echo")  # label prefixes
-
-
-def hours_column(labels, hours: pd.Series) -> pd.Series:
-    """The training-hours column for rows ``labels``: the stored hours of a trained row, 0 for a training-free
-    one (:data:`TRAINING_FREE`), NaN otherwise (the reference, trained elsewhere; a trained row with no record)."""
-    return pd.Series([0.0 if label.startswith(TRAINING_FREE) else hours.get(label, np.nan) for label in labels],
-                     index=list(labels), name="training hours", dtype=float)
-
-
-def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
-    """Training wall-clock hours behind each trained method, from the stored run records: Paper 1's converged
-    runs (steps and dev evaluations, mean over seeds), Paper 3's stages (stage 1 counted in both compression
-    only and AutoRegEmbed) and baselines; training-free methods 0."""
-    hours: dict[str, float] = {}
-    runs = run_table(backbone, [1, 2, 3, 4, 5])
-    for model, part in (runs.groupby("model") if len(runs) else []):
-        label = _paper1_label(model, part["seed"].nunique())
-        hours[label] = float(part["wall hours (run: steps + dev evaluations)"].mean())
-    hours.update(_paper3_budget_hours(backbone))
-    compress, align = paper3_configs(backbone)
-    stage1 = load_result(AUTOREG_RUNS, ar_run_params(compress))
-    stage2 = load_result(AUTOREG_RUNS, ar_run_params(align))
-    fixed = tables_labels(backbone)
-    if stage1 is not None:
-        hours[fixed["compression only"]] = stage1["summary"]["train_seconds"] / 3600
-        if stage2 is not None:
-            hours[fixed["AutoRegEmbed"]] = (stage1["summary"]["train_seconds"]
-                                            + stage2["summary"]["train_seconds"]) / 3600
-    for name in CONTRASTIVE:
-        record = load_result(TRAINED_RUNS, {"train": contrastive_config(name, align).identity()})
-        if record is not None:
-            hours[baseline_label(name)] = record["summary"]["train_seconds"] / 3600
-    return pd.Series(hours, name="training hours")
-
-
-def _paper3_budget_hours(backbone: str) -> dict[str, float]:
-    """Wall-clock hours of Paper 3's budget-rule runs (steps and dev evaluations, mean over seeds; stage 1 counted
-    in both compression only and AutoRegEmbed)."""
-    base = p3_converged.base_config(backbone)
-    runs = p3_converged.run_table(base)
-    frame, labels = _paper3_budget_frame(backbone)  # the rows' labels: seeds counted over the stored scores
-    if runs.empty or frame.empty:
-        return {}
-    runs = runs[[(m, s) in set(zip(frame["model"], frame["seed"])) for m, s in zip(runs["method"], runs["seed"])]]
-    stage1 = p3_converged.compression_config(base)
-    record = None if stage1 is None else load_result(AUTOREG_RUNS, ar_run_params(stage1))
-    first = 0.0 if record is None else (record["summary"]["train_seconds"]  # steps + evaluations, as the runs'
-                                        + record["summary"].get("eval_seconds", 0.0)) / 3600
-    hours = {labels[p3_converged.COMPRESSION]: first} if record is not None and p3_converged.AUTOREG in labels else {}
-    for method, part in runs.groupby("method"):  # the runs behind the row's scores
-        hours[labels[method]] = (float(part["wall hours (run: steps + dev evaluations)"].mean())
-                                 + (first if method == p3_converged.AUTOREG else 0.0))
-    return hours
-
-
-def dimensions(scores: pd.DataFrame, backbone: str = "smollm2-135m") -> pd.Series:
-    """Each method's embedding dimensions: EmbedFilter's stored ``dims`` (edge/2 keeps half of the backbone's
-    width), the backbone's width for every other decoder method (Paper 1's heads and Paper 3's encoders pool to
-    it), and all-MiniLM-L6-v2's from its packaged config."""
-    sweep = stored_scores(SUITE)
-    dims: dict[str, float] = {}
-    if not sweep.empty and "dims" in sweep:
-        sweep = sweep[sweep.backbone == backbone]
-        for (prompt, variant), part in sweep.groupby(["prompt", "variant"]):
-            name = {"prompteol": "PromptEOL", "echo": "Echo"}.get(prompt)
-            if name and variant in ("raw", "edge/2"):
-                dims[name + ("" if variant == "raw" else " + EmbedFilter edge/2")] = float(part["dims"].iloc[0])
-    width = dims.get("PromptEOL", dims.get("Echo"))
-    for method in scores["method"].unique():
-        if method.startswith("all-MiniLM"):
-            dims[method] = float(json.loads((minilm_path() / "config.json").read_text())["hidden_size"])
-        elif method not in dims and width is not None:
-            dims[method] = width
-    return pd.Series(dims, name="dimensions")

@@ -17,9 +17,9 @@ from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
 from repro.autoregembed.train import run_params as ar_run_params
 from repro.book.leaderboard import (
     SUITE,
+    baseline_label,
     paper1_label,
     paper3_budget_frame,
-    baseline_label,
     paper3_configs,
     tables_labels,
 )

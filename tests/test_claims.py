@@ -412,6 +412,10 @@ def test_leaderboard_cost_columns_and_missing_commands():
     costed = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
                                       ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"], 1.5)
     assert costed["estimated hours"].iloc[0] == 4.5 and np.isnan(costed["estimated hours"].iloc[1])  # 3 runs x 1.5 h
+    full = pd.DataFrame([{"method": "Paper 1 model 2 (converged, 3 seeds)", "task": t, "category": "STS",
+                          "score": 1.0} for t in leaderboard.TASKS])
+    nothing = leaderboard.missing_rows(full, ["Paper 1 model 2 (converged, 3 seeds)"], 1.5)
+    assert nothing.empty and "method" in nothing and "estimated hours" in nothing  # the page can index it
 
 
 def test_paper1_run_hours_adds_scoring_to_the_run(tmp_path, monkeypatch):

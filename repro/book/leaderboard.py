@@ -254,7 +254,8 @@ def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | No
                 runs = len(re.findall(r"\d:\d", command)) if model else 0
                 row["estimated hours"] = round(runs * run_hours, 1) if runs else np.nan
             rows.append(row)
-    return pd.DataFrame(rows)
+    columns = ["method", "tasks stored", "missing", "missing tasks", "computed by"]
+    return pd.DataFrame(rows, columns=columns + (["estimated hours"] if run_hours is not None else []))
 
 
 def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:

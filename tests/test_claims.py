@@ -431,3 +431,18 @@ def test_paper1_run_hours_adds_scoring_to_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(costs, "converged_scores", lambda *a, **k: (frame, records))
     monkeypatch.setattr(costs, "run_table", lambda *a, **k: runs)
     assert costs.paper1_run_hours() == pytest.approx(1.5)  # 0.5 h of run + 2 x 0.5 h of scoring
+
+
+def test_paper1_training_hours_count_only_the_scored_seeds(tmp_path, monkeypatch):
+    from repro.book import leaderboard_costs as costs
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    wall = "wall hours (run: steps + dev evaluations)"
+    runs = pd.DataFrame([{"model": 3, "seed": 0, wall: 1.0}, {"model": 3, "seed": 1, wall: 3.0}])
+    scored = pd.DataFrame([{"model": 3, "seed": 0, "task": "STS12", "category": "STS", "score": 50.0}])
+    monkeypatch.setattr(costs, "run_table", lambda *a, **k: runs)
+    monkeypatch.setattr(costs, "converged_scores", lambda *a, **k: (scored, {}))
+    hours = costs.training_hours()
+    # seed 1 trained but its scoring is incomplete: the row is "1 seed" and its hours are seed 0's alone
+    assert hours.to_dict() == {"Paper 1 model 3 (converged, 1 seed)": 1.0}

@@ -61,10 +61,14 @@ def hours_column(labels, hours: pd.Series) -> pd.Series:
 
 def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     """Training wall-clock hours behind each trained method, from the stored run records: Paper 1's converged
-    runs (steps and dev evaluations, mean over seeds), Paper 3's stages (stage 1 counted in both compression
+    runs (steps and dev evaluations, mean over the seeds whose scores make the row), Paper 3's stages (stage 1 counted in both compression
     only and AutoRegEmbed) and baselines; training-free methods 0."""
     hours: dict[str, float] = {}
     runs = run_table(backbone, [1, 2, 3, 4, 5])
+    scored, _ = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)
+    if len(runs):  # only the seeds behind the row (a run whose scoring is incomplete is not in it)
+        pairs = set(zip(scored["model"], scored["seed"])) if len(scored) else set()
+        runs = runs[[(m, s) in pairs for m, s in zip(runs["model"], runs["seed"])]]
     for model, part in (runs.groupby("model") if len(runs) else []):
         label = paper1_label(model, part["seed"].nunique())
         hours[label] = float(part["wall hours (run: steps + dev evaluations)"].mean())

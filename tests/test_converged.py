@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from repro.core.seeds import seed_spread, seeded_claims
 
@@ -136,3 +137,24 @@ def test_the_deviation_table_states_our_side_from_the_configuration(tmp_path, mo
     assert "lr 0.001" in deviations.deviation_table(["smollm2-135m"])["here"]["optimiser"]  # follows the config
     with pytest.raises(ValueError, match="no backbone"):
         deviations.deviation_table([])
+
+
+def test_every_option_the_paper1_scripts_pass_exists(capsys):
+    """The long-run scripts are not run by the tests; an option renamed in the command line must not break them."""
+    import re
+    from pathlib import Path
+
+    from repro.pooling_attention.trained import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    known = set(re.findall(r"--[a-z][a-z-]*", capsys.readouterr().out))
+    scripts = Path(__file__).parent.parent / "scripts"
+    passed = set()
+    for script in ("p1_converged.sh", "train_p1_models.sh"):
+        text = (scripts / script).read_text().replace("\\\n", " ")
+        for line in text.splitlines():
+            if "repro.pooling_attention.trained" in line and not line.lstrip().startswith("#"):
+                passed |= set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
+    assert {"--converged", "--recompute-stale", "--budget-points"} <= passed
+    assert passed <= known, passed - known

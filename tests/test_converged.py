@@ -158,3 +158,18 @@ def test_every_option_the_paper1_scripts_pass_exists(capsys):
                 passed |= set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
     assert {"--converged", "--recompute-stale", "--budget-points"} <= passed
     assert passed <= known, passed - known
+
+
+def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale():
+    from repro.pooling_attention.converged import describe_missing, missing_runs
+
+    tasks = ["STS12", "STS13"]
+    frame = pd.DataFrame([{"model": 1, "seed": 0, "task": t, "category": "STS", "score": 50.0} for t in tasks])
+    records = {(1, 0, "STS12"): {}, (1, 0, "STS13"): {}, (1, 1, "STS12"): {}}  # seed 1: one task, then lost
+    missing = missing_runs("gemma3-270m", [1], [0, 1, 2], "compact", tasks, stored=(frame, records))
+    assert list(zip(missing["seed"], missing["tasks stored"])) == [(1, 1), (2, 0)]
+    where = 'BACKBONE=gemma3-270m TASKS="STS12 STS13" scripts/p1_converged.sh'
+    assert list(missing["command"]) == [f"RECOMPUTE_STALE=1 {where} 1:1", f"{where} 1:2"]
+    text = describe_missing(missing)
+    assert f"model 1 seed 2 (`{where} 1:2`)" in text and "model 1 seed 1, 1 of 2 tasks stored" in text
+    assert describe_missing(missing_runs("smollm2-135m", [1], [0], stored=(frame, records), tasks=tasks)) == ""

@@ -127,3 +127,44 @@ def curve_seed(backbone: str, models: Sequence, seeds: Sequence[int], suite: str
         if all(len(budget_curve(backbone, m, seed, suite, tasks)[0]) for m in models):
             return seed
     return None
+
+
+def missing_runs(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, suite: str = "compact",
+                 tasks: Sequence[str] | None = None, stored: tuple[pd.DataFrame, dict] | None = None
+                 ) -> pd.DataFrame:
+    """The (model, seed) runs without every task of ``tasks`` scored: how many tasks are stored, and the command
+    that computes the rest. Run folders are not committed, so a run with only some tasks stored lost its weights
+    with an earlier machine: its command retrains it with ``RECOMPUTE_STALE=1`` (CPU training is not
+    bit-reproducible across machines, so the tasks stored from the old weights are scored again from the new).
+    ``stored``: :func:`converged_scores`'s result for the same arguments, if already loaded."""
+    tasks = list(TASKS) if tasks is None else list(tasks)
+    frame, records = stored if stored is not None else converged_scores(backbone, models, seeds, suite, tasks)
+    complete = set(zip(frame["model"], frame["seed"])) if len(frame) else set()
+    prefix = ("" if backbone == "smollm2-135m" else f"BACKBONE={backbone} ") + (
+        f'TASKS="{" ".join(tasks)}" ' if len(tasks) != len(TASKS) else "")
+    rows = []
+    for model in models:
+        for seed in seeds:
+            if (model, seed) in complete:
+                continue
+            have = sum((model, seed, task) in records for task in tasks)
+            command = ("RECOMPUTE_STALE=1 " if have else "") + f"{prefix}scripts/p1_converged.sh {model}:{seed}"
+            rows.append({"model": model, "seed": seed, "tasks stored": have, "tasks": len(tasks),
+                         "command": command})
+    return pd.DataFrame(rows, columns=["model", "seed", "tasks stored", "tasks", "command"])
+
+
+def describe_missing(missing: pd.DataFrame) -> str:
+    """One sentence part for a page: the missing runs and their commands (fresh runs share one command)."""
+    if missing.empty:
+        return ""
+    parts, fresh = [], missing[missing["tasks stored"] == 0]
+    if len(fresh):
+        prefix = fresh["command"].iloc[0].rsplit(" ", 1)[0]
+        pairs = " ".join(f"{m}:{s}" for m, s in zip(fresh["model"], fresh["seed"]))
+        parts.append(f"{', '.join(f'model {m} seed {s}' for m, s in zip(fresh['model'], fresh['seed']))} "
+                     f"(`{prefix} {pairs}`)")
+    for row in missing[missing["tasks stored"] > 0].to_dict("records"):
+        parts.append(f"model {row['model']} seed {row['seed']}, {row['tasks stored']} of {row['tasks']} tasks "
+                     f"stored from weights lost with an earlier machine (`{row['command']}`)")
+    return "; ".join(parts)

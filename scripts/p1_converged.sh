@@ -5,6 +5,8 @@
 # One run = one model x one seed; resumable within a session (run folders are not committed).
 #   scripts/p1_converged.sh 1:0 5:0 4:0            # smollm2-135m, model:seed pairs
 #   BACKBONE=gemma3-270m TASKS="..." scripts/p1_converged.sh 1:0
+#   EXTRAS="" scripts/p1_converged.sh 2:2          # the compact scoring only (no budget points on small, no
+#                                                  # second scoring with Tang & Yang's instructions)
 #   RECOMPUTE_STALE=1 scripts/p1_converged.sh 3:1  # weights lost with a machine and retrained (CPU training is not
 #                                                  # bit-reproducible across machines): redo the scores stored
 #                                                  # from the old weights, keep the rest
@@ -18,6 +20,6 @@ backbone=${BACKBONE:-smollm2-135m}
 for pair in "$@"; do
   model=${pair%%:*}; seed=${pair##*:}
   .venv/bin/python -m repro.pooling_attention.trained --converged --backbone "$backbone" --model "$model" \
-    --seed "$seed" --suite compact --budget-points --instructions ${TASKS:+--tasks $TASKS} \
+    --seed "$seed" --suite compact ${EXTRAS---budget-points --instructions} ${TASKS:+--tasks $TASKS} \
     ${RECOMPUTE_STALE:+--recompute-stale}
 done

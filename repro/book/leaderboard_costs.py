@@ -61,8 +61,8 @@ def hours_column(labels, hours: pd.Series) -> pd.Series:
 
 def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
     """Training wall-clock hours behind each trained method, from the stored run records: Paper 1's converged
-    runs (steps and dev evaluations, mean over the seeds whose scores make the row), Paper 3's stages (stage 1 counted in both compression
-    only and AutoRegEmbed) and baselines; training-free methods 0."""
+    runs (steps and dev evaluations, mean over the seeds whose scores make the row), Paper 3's stages (stage 1
+    counted in both compression only and AutoRegEmbed) and baselines; training-free methods 0."""
     hours: dict[str, float] = {}
     runs = run_table(backbone, [1, 2, 3, 4, 5])
     scored, _ = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)

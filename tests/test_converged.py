@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core.seeds import seed_spread, seeded_claims
+from repro.core.comparison import wilcoxon_reach
+from repro.core.seeds import one_seed, seed_spread, seeded_claims
 
 
 def _frame(offsets: dict, seeds=(0, 1, 2), noise=None, tasks=12):
@@ -34,6 +35,38 @@ def test_a_consistent_gap_beyond_the_spread_is_supported_and_one_within_it_is_in
     single = seeded_claims(_frame({1: 0.0, 5: 3.0}, seeds=(0,)), [claim]).iloc[0]
     assert single["verdict at our scale"] == "supported (one seed: spread unknown)" and single["seeds"] == 1
 
+
+
+def test_a_no_gain_statement_that_holds_is_not_downgraded_by_the_spread_but_one_that_fails_is():
+    wide = {1: [0.0, 5.0, -5.0], 2: [0.0, 5.0, -5.0]}
+    # model 2 a little below model 1, within a 5-point seed spread: "no gain" holds, as the statement predicts
+    holds = seeded_claims(_frame({1: 0.0, 2: -1.0}, noise=wide), [("2 brings no gain", 2, 1, None, "no gain")])
+    assert holds.iloc[0]["verdict at our scale"] == "supported" and holds.iloc[0]["seed spread"] > 1
+    assert holds.iloc[0]["seeds (first/second)"] == "3/3"
+    # model 2 consistently 1 point above: a significant gain, but within the spread, so inconclusive
+    fails = seeded_claims(_frame({1: 0.0, 2: 1.0}, noise=wide), [("2 brings no gain", 2, 1, None, "no gain")])
+    assert fails.iloc[0]["verdict at our scale"] == "inconclusive (within the seed spread)"
+    # the same gain with tight seeds contradicts it
+    tight = {1: [0.0, 0.1, -0.1], 2: [0.0, 0.1, -0.1]}
+    beaten = seeded_claims(_frame({1: 0.0, 2: 1.0}, noise=tight), [("2 brings no gain", 2, 1, None, "no gain")])
+    assert beaten.iloc[0]["verdict at our scale"] == "contradicted"
+
+
+def test_one_seed_marks_only_the_tested_verdicts_and_unequal_seed_counts_are_shown():
+    table = pd.DataFrame({"verdict at our scale": ["supported", "untestable", "contradicted", "missing results"]})
+    assert one_seed(table)["verdict at our scale"].tolist() == [
+        "supported (one seed: spread unknown)", "untestable", "contradicted (one seed: spread unknown)",
+        "missing results"]
+    frame = pd.concat([_frame({1: 0.0}), _frame({5: 3.0}, seeds=(0, 1))])
+    row = seeded_claims(frame, [("5 beats 1", 5, 1, None, "better")]).iloc[0]
+    assert row["seeds"] == 2 and row["seeds (first/second)"] == "2/3"
+
+
+def test_testability_names_the_categories_a_wilcoxon_over_tasks_can_and_cannot_test():
+    text = wilcoxon_reach({"STS": 9, "Classification": 5, "Clustering": 1})
+    assert "at least 6 tasks" in text and "Testable over tasks here: STS (9 tasks)." in text
+    assert "Classification (5 tasks, smallest possible p 0.0625)" in text and "Clustering (1 task," in text
+    assert "Testable" not in wilcoxon_reach({"Retrieval": 3})
 
 def _budget_table(differences, verdicts):
     return pd.DataFrame({"budget step": [30, 60, 120, 240][:len(differences)], "difference": differences,

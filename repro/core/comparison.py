@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 from scipy.stats import kendalltau
 
-from repro.core.stats import paired_bootstrap_mean, wilcoxon_over_tasks
+from repro.core.stats import min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
 
 
 def per_task_scores(scores: pd.DataFrame, column: str = "model") -> pd.DataFrame:
@@ -79,6 +79,23 @@ def ranking_agreement(first: pd.DataFrame, second: pd.DataFrame, categories: Ite
                      "verdict": ("not significantly alike" if not p < 0.05 else
                                  "same ranking (significant)" if tau > 0 else "reversed ranking (significant)")})
     return pd.DataFrame(rows)
+
+
+def wilcoxon_reach(task_counts: dict, alpha: float = 0.05) -> str:
+    """A sentence for a page: which categories (name -> paired tasks) a two-sided Wilcoxon over tasks can find
+    significant at all (the smallest attainable p with n tasks is 2/2^n, so n >= 6 at 0.05) and which it cannot,
+    whatever the scores."""
+    can = [f"{c} ({n} tasks)" for c, n in task_counts.items() if min_attainable_p(n) <= alpha]
+    cannot = [f"{c} ({n} task{'s' if n != 1 else ''}, smallest possible p {min_attainable_p(n):.3g})"
+              for c, n in task_counts.items() if min_attainable_p(n) > alpha]
+    parts = [f"A two-sided Wilcoxon over n tasks cannot give p below 2/2^n, so only a category with at least "
+             f"{next(n for n in range(1, 64) if min_attainable_p(n) <= alpha)} tasks can reach p < {alpha}."]
+    if can:
+        parts.append(f"Testable over tasks here: {', '.join(can)}.")
+    if cannot:
+        parts.append(f"Untestable over tasks here, whatever the scores: {', '.join(cannot)}; their statements are "
+                     f"*untestable*, and the paired tests inside each task are the evidence for them.")
+    return " ".join(parts)
 
 
 EXPECTATIONS = ("better", "worse", "no gain")

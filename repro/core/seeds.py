@@ -35,24 +35,41 @@ def seed_averaged(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.pivot_table(index=["category", "task"], columns="model", values="score", aggfunc="mean")
 
 
+TESTED = ("supported", "contradicted", "not supported (no significant difference)")
+ONE_SEED = " (one seed: spread unknown)"
+
+
+def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
+    """A claims table computed from one training seed, each tested verdict marked as such (the spread, and so
+    whether the difference exceeds it, is unknown)."""
+    claims = claims.copy()
+    verdicts = claims["verdict at our scale"]
+    claims["verdict at our scale"] = verdicts.where(~verdicts.isin(TESTED), verdicts + ONE_SEED)
+    return claims
+
+
 def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     """Each ``(claim, a, b, category, expected)`` judged on seed-averaged scores (:func:`claim_verdict`, the
     Wilcoxon over tasks), then held to the seed spread: a difference smaller than the larger of the two models'
-    spreads is "inconclusive (within the seed spread)", and a verdict from one seed says so."""
+    spreads is "inconclusive (within the seed spread)", and a verdict from one seed says so. A "no gain" claim
+    supported (no significant gain) stays supported whatever its difference: a difference within the spread is
+    what it predicts. ``seeds``: the fewer of the two models' seed counts; ``seeds (first/second)``: both."""
     wide, spread = seed_averaged(frame), seed_spread(frame)
     rows = []
     for claim in claims:
-        _, a, b, category, _ = claim
+        _, a, b, category, expected = claim
         row = claim_verdict(wide, *claim)
         column = category or "all tasks"
         spreads = [spread.loc[m, column] if m in spread.index and column in spread else np.nan for m in (a, b)]
-        seeds = min(int(spread.loc[m, "seeds"]) if m in spread.index else 0 for m in (a, b))
-        row["seeds"] = seeds
+        counts = [int(spread.loc[m, "seeds"]) if m in spread.index else 0 for m in (a, b)]
+        row["seeds"], row["seeds (first/second)"] = min(counts), "/".join(map(str, counts))
         row["seed spread"] = float(np.nanmax(spreads)) if not np.all(np.isnan(spreads)) else np.nan
-        difference = row["difference"]
-        if row["verdict at our scale"] in ("supported", "contradicted", "not supported (no significant difference)"):
-            if seeds < 2:
-                row["verdict at our scale"] += " (one seed: spread unknown)"
+        difference, verdict = row["difference"], row["verdict at our scale"]
+        if verdict in TESTED:
+            if min(counts) < 2:
+                row["verdict at our scale"] += ONE_SEED
+            elif expected == "no gain" and verdict == "supported":
+                pass
             elif difference is not None and abs(difference) < row["seed spread"]:
                 row["verdict at our scale"] = "inconclusive (within the seed spread)"
         rows.append(row)

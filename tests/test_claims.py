@@ -10,6 +10,7 @@ from repro.autoregembed.claims import (
     data_efficiency_claims,
     data_efficiency_differences,
     headline_table,
+    measured_spread,
     memory_claim,
     not_reproduced,
     seed_spread,
@@ -196,12 +197,13 @@ def test_pareto_front_keeps_only_undominated_points():
 def test_adjusted_p_values_cover_only_the_tested_rows():
     from scipy.stats import false_discovery_control
 
-    claims = pd.DataFrame({"p (Wilcoxon)": [0.01, 0.04, 0.5, 0.3],
+    claims = pd.DataFrame({"p (Wilcoxon)": [0.01, 0.04, 0.5, 0.3, 0.02],
                            "verdict at our scale": ["supported", "contradicted", "untestable",
-                                                    "not supported (no significant difference)"]})
+                                                    "not supported (no significant difference)",
+                                                    "inconclusive (within the seed spread)"]})
     adjusted = with_adjusted_p(claims)["p (BH-adjusted)"]
-    assert np.isnan(adjusted[2])
-    np.testing.assert_allclose(adjusted[[0, 1, 3]], false_discovery_control([0.01, 0.04, 0.3]))
+    assert np.isnan(adjusted[2])  # a verdict within the seed spread was still a test: it counts
+    np.testing.assert_allclose(adjusted[[0, 1, 3, 4]], false_discovery_control([0.01, 0.04, 0.3, 0.02]))
     assert (adjusted[[0, 1, 3]].to_numpy() >= claims["p (Wilcoxon)"][[0, 1, 3]].to_numpy()).all()
 
 
@@ -211,6 +213,53 @@ def test_seed_spread_is_the_range_across_seeds_of_one_configuration():
     spread = seed_spread(curve).loc["A"]
     assert spread["median seed spread"] == pytest.approx(2.0) and spread["largest seed spread"] == pytest.approx(3.0)
     assert spread["sizes"] == 2
+
+
+def test_single_seed_verdicts_are_held_to_the_spread_measured_on_the_curve():
+    from repro.core.seeds import held_to_spread
+
+    curve = pd.DataFrame([{"method": m, "examples": n, "seed": s, "STS average": v}
+                          for m, rows in (("AutoRegEmbed", ((64, (50.0, 50.6)), (128, (52.0, 53.0)))),
+                                          ("last token", ((64, (40.0, 49.0)),)))
+                          for n, vals in rows for s, v in enumerate(vals)])
+    spread, text = measured_spread(curve)
+    assert spread == pytest.approx(0.8) and "0.80 STS points" in text and "2 training-set sizes" in text
+    claims = pd.DataFrame({"difference": [0.5, -2.0, 0.1, 0.3, -0.2],
+                           "expected": ["better", "better", "no gain", "worse", "better"],
+                           "verdict at our scale": ["supported", "contradicted", "supported", "untestable",
+                                                    "not supported (no significant difference)"]})
+    held = held_to_spread(claims, spread)
+    assert held["verdict at our scale"].tolist() == [
+        "inconclusive (within the seed spread)", "contradicted", "supported", "untestable",
+        "inconclusive (within the seed spread)"]
+    assert (held["seed spread"] == spread).all() and claims["verdict at our scale"][0] == "supported"
+    # no size with two seeds stored: the spread is unmeasured and each tested verdict says so
+    unmeasured, text = measured_spread(curve[curve.seed == 0])
+    assert np.isnan(unmeasured) and "unmeasured" in text
+    assert held_to_spread(claims, unmeasured)["verdict at our scale"][1] == "contradicted (one seed: spread unknown)"
+    assert np.isnan(measured_spread(curve.iloc[0:0])[0])
+
+
+def test_the_stored_curve_reads_only_complete_stored_points_and_never_trains(monkeypatch):
+    from repro.autoregembed.config import AlignConfig
+    from repro.autoregembed.experiments import data_efficiency
+
+    def no_training(*a, **k):
+        raise AssertionError("the stored curve must not train or score")
+
+    monkeypatch.setattr(data_efficiency, "evaluate_autoreg", no_training)
+    base = AlignConfig(backbone="smollm2-135m")
+    assert data_efficiency.stored_autoreg_curve(base, [64, 128], [0, 1], 1.0, "small", ["STS12", "STS13"]).empty
+    stored = {64: {"STS12": 0.5, "STS13": 0.7}, 128: {"STS12": 0.6}}  # size 128 lacks a task: left out
+
+    def fake_stored(experiment, identity, suite, tasks):
+        size = identity["config"]["train_examples"]
+        return {t: {"rows": [{"main_score": v}]} for t, v in stored.get(size, {}).items()}
+
+    monkeypatch.setattr(data_efficiency, "stored_per_task", fake_stored)
+    curve = data_efficiency.stored_autoreg_curve(base, [64, 128], [0, 1], 1.0, "small", ["STS12", "STS13"])
+    assert curve["examples"].tolist() == [64, 64] and curve["seed"].tolist() == [0, 1]
+    assert curve["STS average"].tolist() == pytest.approx([60.0, 60.0]) and (curve["steps"] == 8).all()
 
 
 def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees_a_flat_grid():

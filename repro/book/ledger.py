@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims
+from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, measured_spread
 from repro.autoregembed.claims import table_claims as p3_claims
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments import search as p3_search
@@ -22,7 +22,7 @@ from repro.autoregembed.experiments.data_efficiency import data_efficiency_refer
 from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
 from repro.core.comparison import per_task_scores
-from repro.core.seeds import seeded_claims
+from repro.core.seeds import held_to_spread, one_seed, seeded_claims
 from repro.core.suites import suite_caps_text
 from repro.embedfilter.claims import best_variant_tests, tests_against_raw
 from repro.embedfilter.filters import sweep_variants
@@ -93,7 +93,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     wide = per_task_scores(evaluate_models(backbone, t["models"], t["suite"], t["tasks"], recompute, **train))
     scale = (f"{backbone}, models {t['models']}, {t['steps']} steps x {t['batch_size']} SNLI triplets (the earlier "
              f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
-    parts = [pd.DataFrame(rows, columns=COLUMNS), _from_claims(1, p1_claims(wide), scale, "p1_tables")]
+    parts = [pd.DataFrame(rows, columns=COLUMNS), _from_claims(1, one_seed(p1_claims(wide)), scale, "p1_tables")]
     # the same claims under the declared budget rule, for the pairs of models with converged runs stored
     frame, _ = converged_scores(backbone, t["models"])
     if len(frame):
@@ -176,24 +176,28 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     flat = data_efficiency_references(base_d, d["references"], d["suite"], d["tasks"], recompute=recompute)
     variants = per_task_scores(ablation_scores(base_a, a["variants"], a["temperatures"], a["betas"], a["suite"],
                                                a["tasks"], recompute=recompute), column="variant")
-    ablations = ablation_claims(variants)
+    spread, _ = measured_spread(curve)  # one seed per run: held to AutoRegEmbed's measured seed spread
+    held = WILCOXON + (f", held to AutoRegEmbed's seed spread on the data-efficiency curve ({spread:.2f})"
+                       if spread == spread else ", one seed (spread unmeasured)")
+    ablations = held_to_spread(ablation_claims(variants), spread)
     quoted_ablation = ablations["paper (quoted STS average)"].map(
         lambda v: NOT_QUOTED if pd.isna(v) else f"{v} (STS average of the variant, quoted from the paper)")
-    grid = grid_claims(variants, (base_a.temperature, base_a.beta))
+    grid = held_to_spread(grid_claims(variants, (base_a.temperature, base_a.beta)), spread)
     quoted_grid = (grid["claim (paper)"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
                                              if "Appendix F:" in c else NOT_QUOTED) if len(grid) else None)
     step = f"{base_t.steps} stage-2 steps x {base_t.batch_size} triplets, seed {base_t.seed}"
     parts = [
-        _from_claims(3, p3_claims(wide), f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
+        _from_claims(3, held_to_spread(p3_claims(wide), spread), f"{base_t.backbone}, {step}, '{t['suite']}' suite",
+                     "p3_tables", test=held,
                      quoted="in the claim text (quoted from the paper's Tables 1-2)"),
         _from_claims(3, data_efficiency_claims(curve, references=flat),
                      f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
                      "p3_data_efficiency", test="Wilcoxon over (size, seed) points"),
         _from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, "
-                     f"'{a['suite']}' suite", "p3_ablations", quoted=quoted_ablation),
+                     f"'{a['suite']}' suite", "p3_ablations", test=held, quoted=quoted_ablation),
         _from_claims(3, grid, f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
                             f"{base_a.seed}, '{a['suite']}' suite", "p3_ablations",
-                     quoted=quoted_grid),
+                     test=held, quoted=quoted_grid),
         paper3_converged_rows(profile),
     ]
     return pd.concat(parts, ignore_index=True)

@@ -127,7 +127,7 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
     # a bootstrap over too few units to test (e.g. 2 datasets) has only a handful of resamples: no interval
     interval = "n/a (too few paired units)" if verdict == "untestable" else row["95% CI (bootstrap)"]
     return {"claim (paper)": claim, "comparison": row["comparison"], "category": row["category"],
-            "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
+            "expected": expected, "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
             "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"],
             "95% CI (bootstrap)": interval, "test": test, "verdict at our scale": verdict}
 

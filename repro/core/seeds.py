@@ -48,6 +48,29 @@ def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
     return claims
 
 
+WITHIN = "inconclusive (within the seed spread)"
+
+
+def _held(verdict: str, difference, expected: str, spread: float) -> str:
+    """One tested verdict held to ``spread``: within it, inconclusive (a "no gain" claim that holds excepted)."""
+    if verdict not in TESTED or (expected == "no gain" and verdict == "supported"):
+        return verdict
+    return WITHIN if difference is not None and not pd.isna(difference) and abs(difference) < spread else verdict
+
+
+def held_to_spread(claims: pd.DataFrame, spread: float) -> pd.DataFrame:
+    """A claims table from one training seed per model, held to a seed ``spread`` measured at the same scale
+    elsewhere (e.g. Paper 3's data-efficiency curve): each tested difference smaller than it is "inconclusive
+    (within the seed spread)", as in :func:`seeded_claims`; NaN (no measurement): :func:`one_seed`."""
+    if spread is None or pd.isna(spread):
+        return one_seed(claims)
+    claims = claims.copy()
+    claims["seed spread"] = float(spread)
+    claims["verdict at our scale"] = [_held(v, d, e, spread) for v, d, e in zip(
+        claims["verdict at our scale"], claims["difference"], claims["expected"])]
+    return claims
+
+
 def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     """Each ``(claim, a, b, category, expected)`` judged on seed-averaged scores (:func:`claim_verdict`, the
     Wilcoxon over tasks), then held to the seed spread: a difference smaller than the larger of the two models'
@@ -64,14 +87,11 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
         counts = [int(spread.loc[m, "seeds"]) if m in spread.index else 0 for m in (a, b)]
         row["seeds"], row["seeds (first/second)"] = min(counts), "/".join(map(str, counts))
         row["seed spread"] = float(np.nanmax(spreads)) if not np.all(np.isnan(spreads)) else np.nan
-        difference, verdict = row["difference"], row["verdict at our scale"]
-        if verdict in TESTED:
-            if min(counts) < 2:
-                row["verdict at our scale"] += ONE_SEED
-            elif expected == "no gain" and verdict == "supported":
-                pass
-            elif difference is not None and abs(difference) < row["seed spread"]:
-                row["verdict at our scale"] = "inconclusive (within the seed spread)"
+        verdict = row["verdict at our scale"]
+        if verdict in TESTED and min(counts) < 2:
+            row["verdict at our scale"] += ONE_SEED
+        elif not pd.isna(row["seed spread"]):
+            row["verdict at our scale"] = _held(verdict, row["difference"], expected, row["seed spread"])
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -9,10 +9,12 @@ import pandas as pd
 from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.baselines import UNTRAINED, contrastive_config
 from repro.autoregembed.experiments.configs import steps_for
-from repro.autoregembed.experiments.scores import evaluate_autoreg
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
 from repro.autoregembed.experiments.tables import method_scores, sts_average
+from repro.core.scoring import stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.store.lanes import in_lane_order
+from repro.training.budget_curves import task_frame
 from repro.training.evaluation import evaluate_trained
 
 
@@ -95,3 +97,20 @@ def pareto_front(points: pd.DataFrame, x: str = "examples", y: str = "STS averag
     xs, ys = points[x].to_numpy(), points[y].to_numpy()
     return pd.Series([not any((xs <= xs[i]) & (ys >= ys[i]) & ((xs < xs[i]) | (ys > ys[i])))
                       for i in range(len(points))], index=points.index)
+
+
+def stored_autoreg_curve(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int], epochs: float,
+                         suite: str = "compact", tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """AutoRegEmbed's points of the data-efficiency curve (:func:`data_efficiency_scores`' rows) whose tasks are
+    all stored, read only: never trains or scores. What a page needs to hold its single-seed verdicts to the
+    curve's measured seed spread (:func:`repro.autoregembed.claims.seed_spread`) without running the curve."""
+    tasks = list(tasks) if tasks is not None else STS_TASKS
+    rows = []
+    for (size, seed), align in data_efficiency_configs(base, sizes, seeds, epochs).items():
+        found = stored_per_task(SCORES_EXPERIMENT, score_identity(align), suite, tasks)
+        if len(found) == len(tasks):
+            frame = task_frame(found)
+            sts = frame[frame.category == "STS"]["score"]
+            rows.append({"method": "AutoRegEmbed", "examples": size, "seed": seed, "steps": align.steps,
+                         "STS average": float(sts.mean()) if len(sts) else float("nan")})
+    return pd.DataFrame(rows, columns=["method", "examples", "seed", "steps", "STS average"])

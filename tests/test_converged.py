@@ -207,3 +207,8 @@ def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale
     text = describe_missing(missing)
     assert f"model 1 seed 2 (`{where} 1:2`)" in text and "model 1 seed 1, 1 of 2 tasks stored" in text
     assert describe_missing(missing_runs("smollm2-135m", [1], [0], stored=(frame, records), tasks=tasks)) == ""
+    # the paired tests inside a task read only the runs with every task stored
+    from repro.pooling_attention.converged import complete_records
+
+    assert set(complete_records((frame, records))) == {(1, 0, "STS12"), (1, 0, "STS13")}
+    assert complete_records((frame.iloc[0:0], records)) == {}

@@ -55,6 +55,14 @@ def converged_scores(backbone: str, models: Sequence, seeds: Sequence[int] = SEE
     return frame, records
 
 
+def complete_records(stored: tuple[pd.DataFrame, dict]) -> dict:
+    """:func:`converged_scores`' records of the runs with every task stored (the runs its frame holds): a run
+    only partly scored (e.g. its old scores while it is retrained) never enters a paired test inside a task."""
+    frame, records = stored
+    complete = set(zip(frame["model"], frame["seed"])) if len(frame) else set()
+    return {key: record for key, record in records.items() if key[:2] in complete}
+
+
 def instruction_comparison(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS,
                            suite: str = "compact", tasks: Sequence[str] | None = None) -> pd.DataFrame:
     """Per (model, seed) scored both ways on every task: the mean with plain inputs (as trained) and with Tang &

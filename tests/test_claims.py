@@ -15,10 +15,9 @@ from repro.autoregembed.claims import (
     not_reproduced,
     seed_spread,
     table_claims,
-    with_adjusted_p,
 )
 from repro.autoregembed.experiments.ablations import grid_label
-from repro.core.comparison import claim_verdict, claims_table
+from repro.core.comparison import claim_verdict, claims_table, with_adjusted_p
 
 
 def scores(columns: dict, categories=("STS",) * 8) -> pd.DataFrame:

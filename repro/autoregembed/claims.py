@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import false_discovery_control, friedmanchisquare
+from scipy.stats import friedmanchisquare
 
 from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.ablations import LABELS, grid_cells, grid_label
@@ -185,19 +185,6 @@ def grid_friedman(wide: pd.DataFrame, category: str = "STS") -> dict:
         return {"cells": cells.shape[1], "tasks": len(cells), "statistic": float("nan"), "p (Friedman)": float("nan")}
     statistic, p = friedmanchisquare(*(cells[c].to_numpy() for c in cells.columns))
     return {"cells": cells.shape[1], "tasks": len(cells), "statistic": float(statistic), "p (Friedman)": float(p)}
-
-
-def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
-    """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
-    (scipy.stats.false_discovery_control) over the rows that were tested (not untestable or missing; a verdict
-    within the seed spread was tested too)."""
-
-    out = claims.copy()
-    tested = ~out["verdict at our scale"].str.startswith(("untestable", "missing")) & out["p (Wilcoxon)"].notna()
-    out["p (BH-adjusted)"] = np.nan
-    if tested.any():
-        out.loc[tested, "p (BH-adjusted)"] = false_discovery_control(out.loc[tested, "p (Wilcoxon)"].astype(float))
-    return out
 
 
 def not_reproduced(*tables: pd.DataFrame) -> pd.DataFrame:

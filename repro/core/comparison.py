@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau
+from scipy.stats import false_discovery_control, kendalltau
 
 from repro.core.stats import min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
 
@@ -135,3 +136,16 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
 def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     """One :func:`claim_verdict` row per ``(claim, a, b, category, expected)``."""
     return pd.DataFrame([claim_verdict(wide, *claim) for claim in claims])
+
+
+def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
+    """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
+    (scipy.stats.false_discovery_control) over the rows that were tested (not untestable or missing; a verdict
+    within the seed spread was tested too)."""
+
+    out = claims.copy()
+    tested = ~out["verdict at our scale"].str.startswith(("untestable", "missing")) & out["p (Wilcoxon)"].notna()
+    out["p (BH-adjusted)"] = np.nan
+    if tested.any():
+        out.loc[tested, "p (BH-adjusted)"] = false_discovery_control(out.loc[tested, "p (Wilcoxon)"].astype(float))
+    return out

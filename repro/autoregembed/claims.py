@@ -138,7 +138,7 @@ def measured_spread(curve: pd.DataFrame, method: str = "AutoRegEmbed") -> tuple[
         f"{row['median seed spread']:.2f} STS points: the median over {int(row['sizes'])} training-set sizes of the "
         f"largest minus smallest STS average across {seeds.max()} seeds of one size (the data-efficiency page, on its "
         f"own suite; largest {row['largest seed spread']:.2f}). A tested difference smaller than that is "
-        "*inconclusive (within the seed spread)*: the Wilcoxon over tasks does not see seed noise.")
+        "'inconclusive (within the seed spread)': the Wilcoxon over tasks does not see seed noise.")
 
 
 def ablation_claims(wide: pd.DataFrame, full: str = FULL_VARIANT) -> pd.DataFrame:

@@ -95,7 +95,7 @@ def wilcoxon_reach(task_counts: dict, alpha: float = 0.05) -> str:
         parts.append(f"Testable over tasks here: {', '.join(can)}.")
     if cannot:
         parts.append(f"Untestable over tasks here, whatever the scores: {', '.join(cannot)}; their statements are "
-                     f"*untestable*, and the paired tests inside each task are the evidence for them.")
+                     "'untestable', and the paired tests inside each task are the evidence for them.")
     return " ".join(parts)
 
 

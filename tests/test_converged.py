@@ -86,6 +86,9 @@ def test_the_budget_verdict_says_where_a_ranking_is_significant_and_whether_it_r
     never = budget_verdict(_budget_table([0.2, 0.3], ["not significant", "untestable at n=3 (smallest possible p = 0.250)"]))
     assert never == "significant at 0 of 2 budgets; never significant (the same sign of the mean difference at every budget)"
     assert budget_verdict(pd.DataFrame()) == "no budget shared by both runs is scored yet"
+    # a difference of exactly 0 between two of the same sign is no change of sign
+    flat = budget_verdict(_budget_table([0.4, 0.0, 0.6], ["not significant"] * 3))
+    assert flat.endswith("(the same sign of the mean difference at every budget)")
 
 
 def test_a_budget_curve_pairs_runs_of_the_first_seed_whose_points_are_all_stored(monkeypatch):

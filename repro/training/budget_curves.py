@@ -98,6 +98,7 @@ def budget_verdict(table: pd.DataFrame) -> str:
     winners = {v.split(": ", 1)[1].removesuffix(" better") for v in verdicts if v.startswith("significant")}
     significant = table[verdicts.str.startswith("significant")]
     signs = np.sign(table["difference"]).astype(int)
+    signs = signs[signs != 0]  # a difference of exactly 0 has no sign: it changes nothing
     where = ", ".join(f"{int(s)} ({v.split(': ', 1)[1]})" for s, v in zip(significant["budget step"],
                                                                            significant["over tasks"]))
     head = (f"significant at {len(significant)} of {len(table)} budgets" + (f": step {where}" if where else ""))

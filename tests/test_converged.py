@@ -36,7 +36,6 @@ def test_a_consistent_gap_beyond_the_spread_is_supported_and_one_within_it_is_in
     assert single["verdict at our scale"] == "supported (one seed: spread unknown)" and single["seeds"] == 1
 
 
-
 def test_a_no_gain_statement_that_holds_is_not_downgraded_by_the_spread_but_one_that_fails_is():
     wide = {1: [0.0, 5.0, -5.0], 2: [0.0, 5.0, -5.0]}
     # model 2 a little below model 1, within a 5-point seed spread: "no gain" holds, as the statement predicts
@@ -67,6 +66,14 @@ def test_testability_names_the_categories_a_wilcoxon_over_tasks_can_and_cannot_t
     assert "at least 6 tasks" in text and "Testable over tasks here: STS (9 tasks)." in text
     assert "Classification (5 tasks, smallest possible p 0.0625)" in text and "Clustering (1 task," in text
     assert "Testable" not in wilcoxon_reach({"Retrieval": 3})
+
+
+def test_an_empty_claims_table_passes_through_the_spread_rules():
+    from repro.core.seeds import held_to_spread
+
+    empty = pd.DataFrame()  # e.g. grid_claims with no grid cell
+    assert one_seed(empty).empty and held_to_spread(empty, 0.8).empty and held_to_spread(empty, float("nan")).empty
+
 
 def _budget_table(differences, verdicts):
     return pd.DataFrame({"budget step": [30, 60, 120, 240][:len(differences)], "difference": differences,

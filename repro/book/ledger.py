@@ -5,7 +5,8 @@ Columns: paper, claim, scale (what the verdict was computed on), ours (the diffe
 points x100), paper (quoted, with its source), test, statistic, verdict, page. Nothing here is typed: each
 verdict is the claims module's, and a quoted number comes from the paper's ``quoted`` module or from the claim
 text the claims module gives. Verdicts are "supported", "contradicted", "not supported (no significant
-difference)", "inconclusive (...)", "untestable" or "missing results" (as the claims modules define them).
+difference)", "inconclusive (...)", "untestable" or "missing results" (as the claims modules define them); a
+verdict from one training seed whose spread is unmeasured carries "(one seed: spread unknown)".
 """
 
 from __future__ import annotations

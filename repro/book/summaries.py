@@ -96,8 +96,12 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
     raise AssertionError(paper)  # (every paper of SOURCES is handled above)
 
 
-def summary_markdown(paper: int, name: str, supported: int, tested: int, profile: str = "standard") -> str:
-    """One paper's summary paragraph; ``supported`` of ``tested`` are the ledger's counts for it."""
+def summary_markdown(paper: int, name: str, supported: int, tested: int, profile: str = "standard",
+                     one_seed: int = 0) -> str:
+    """One paper's summary paragraph; ``supported`` of ``tested`` are the ledger's counts for it, ``one_seed`` its
+    claims supported at one training seed whose spread is unmeasured (not counted as supported)."""
     facts = scope_and_scale(paper, profile)
+    extra = (f" ({one_seed} more {'is' if one_seed == 1 else 'are'} supported at one training seed, where the seed "
+             "spread is unmeasured: not counted)") if one_seed else ""
     return (f"**{name}.** *Scope:* {facts['scope']} *Reproduced:* {supported} of {tested} tested claims are "
-            f"supported at our scale. *Hard:* {facts['hard']} *Scale:* {facts['scale']}")
+            f"supported at our scale{extra}. *Hard:* {facts['hard']} *Scale:* {facts['scale']}")

@@ -2,8 +2,9 @@
 tests inside each task at a shared seed.
 
 Frames are long: one row per (model, seed, task) with ``category`` and ``score`` (x100). A claim's difference
-smaller than the larger spread of its two models is **inconclusive**, never supported or contradicted. The
-in-task tests read the stored per-task records keyed ``(model, seed, task)``.
+smaller than the larger spread of its two models is **inconclusive**, never supported or contradicted (except a
+"no gain" claim that holds: a difference within the spread is what it predicts). The in-task tests read the
+stored per-task records keyed ``(model, seed, task)``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ ONE_SEED = " (one seed: spread unknown)"
 def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
     """A claims table computed from one training seed, each tested verdict marked as such (the spread, and so
     whether the difference exceeds it, is unknown)."""
+    if claims.empty or "verdict at our scale" not in claims:  # no statement to mark (e.g. an empty grid)
+        return claims
     claims = claims.copy()
     verdicts = claims["verdict at our scale"]
     claims["verdict at our scale"] = verdicts.where(~verdicts.isin(TESTED), verdicts + ONE_SEED)
@@ -62,7 +65,7 @@ def held_to_spread(claims: pd.DataFrame, spread: float) -> pd.DataFrame:
     """A claims table from one training seed per model, held to a seed ``spread`` measured at the same scale
     elsewhere (e.g. Paper 3's data-efficiency curve): each tested difference smaller than it is "inconclusive
     (within the seed spread)", as in :func:`seeded_claims`; NaN (no measurement): :func:`one_seed`."""
-    if spread is None or pd.isna(spread):
+    if spread is None or pd.isna(spread) or claims.empty or "verdict at our scale" not in claims:
         return one_seed(claims)
     claims = claims.copy()
     claims["seed spread"] = float(spread)

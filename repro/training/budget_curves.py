@@ -107,4 +107,5 @@ def budget_verdict(table: pd.DataFrame) -> str:
     sign_changes = int((signs.diff().fillna(0) != 0).sum())
     return (head + ("; no significant reversal" if winners else "; never significant")
             + (f" (the sign of the mean difference changes {sign_changes} time{'s' if sign_changes != 1 else ''})"
-               if sign_changes else " (the same sign of the mean difference at every budget)"))
+               if sign_changes else " (the same sign of the mean difference at every budget)" if len(signs)
+               else " (no non-zero mean difference)"))

@@ -59,8 +59,13 @@ def complete_records(stored: tuple[pd.DataFrame, dict]) -> dict:
     """:func:`converged_scores`' records of the runs with every task stored (the runs its frame holds): a run
     only partly scored (e.g. its old scores while it is retrained) never enters a paired test inside a task."""
     frame, records = stored
-    complete = set(zip(frame["model"], frame["seed"])) if len(frame) else set()
+    complete = _complete_runs(frame)
     return {key: record for key, record in records.items() if key[:2] in complete}
+
+
+def _complete_runs(frame: pd.DataFrame) -> set:
+    """The (model, seed) runs of :func:`converged_scores`' frame: those with every task stored."""
+    return set(zip(frame["model"], frame["seed"])) if len(frame) else set()
 
 
 def instruction_comparison(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS,
@@ -147,7 +152,7 @@ def missing_runs(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, 
     ``stored``: :func:`converged_scores`'s result for the same arguments, if already loaded."""
     tasks = list(TASKS) if tasks is None else list(tasks)
     frame, records = stored if stored is not None else converged_scores(backbone, models, seeds, suite, tasks)
-    complete = set(zip(frame["model"], frame["seed"])) if len(frame) else set()
+    complete = _complete_runs(frame)
     prefix = ("" if backbone == "smollm2-135m" else f"BACKBONE={backbone} ") + (
         f'TASKS="{" ".join(tasks)}" ' if len(tasks) != len(TASKS) else "")
     rows = []

@@ -44,6 +44,18 @@ def test_claim_verdict_reads_the_direction_the_paper_expects():
         claim_verdict(wide, "x", "a", "b", "STS", "higher")
 
 
+def test_a_significant_test_whose_mean_points_the_other_way_is_inconclusive():
+    from repro.core.comparison import DISAGREE
+
+    gains = np.array([1.0 + 0.01 * i for i in range(11)] + [-30.0])  # many small gains, one large loss
+    wide = scores({"a": 50 + gains, "b": np.full(12, 50.0)}, categories=("STS",) * 12)
+    row = claim_verdict(wide, "a beats b", "a", "b", "STS", "better")
+    assert row["test"] == "significant: a better" and row["difference"] < 0  # the signed ranks say a, the mean b
+    assert row["verdict at our scale"] == DISAGREE
+    assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict at our scale"] == DISAGREE
+    assert claim_verdict(wide, "a no gain", "a", "b", "STS", "no gain")["verdict at our scale"] == DISAGREE
+
+
 def test_two_datasets_are_untestable_not_a_verdict():
     wide = scores({"a": [60.0, 70.0], "b": [50.0, 60.0]}, categories=("Retrieval", "Retrieval"))
     row = claims_table(wide, [("a beats b", "a", "b", "Retrieval", "better")]).iloc[0]
@@ -206,6 +218,17 @@ def test_adjusted_p_values_cover_only_the_tested_rows():
     assert (adjusted[[0, 1, 3]].to_numpy() >= claims["p (Wilcoxon)"][[0, 1, 3]].to_numpy()).all()
 
 
+def test_a_test_read_by_two_statements_counts_once_in_the_adjustment():
+    from scipy.stats import false_discovery_control
+
+    claims = pd.DataFrame({"comparison": ["5 vs 4", "5 vs 1", "5 vs 4"], "category": ["STS", "STS", "STS"],
+                           "p (Wilcoxon)": [0.02, 0.04, 0.02], "verdict at our scale": ["supported"] * 3})
+    adjusted = with_adjusted_p(claims)["p (BH-adjusted)"]
+    once = false_discovery_control([0.02, 0.04])
+    np.testing.assert_allclose(adjusted, [once[0], once[1], once[0]])
+    assert not np.allclose(adjusted, false_discovery_control([0.02, 0.04, 0.02]))  # counted twice it differs
+
+
 def test_seed_spread_is_the_range_across_seeds_of_one_configuration():
     curve = pd.DataFrame([{"method": "A", "examples": n, "seed": s, "STS average": v}
                           for n, vals in ((64, (50.0, 51.0)), (128, (52.0, 55.0))) for s, v in enumerate(vals)])
@@ -364,6 +387,14 @@ def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next(
     tied = table.assign(**{"vs next below": ["not significantly apart", "significantly below", ""]},
                          **{"p (Wilcoxon)": [0.5, 0.01, np.nan]})
     assert compact_view(tied)["vs next below"].tolist() == ["tied, p=0.500", "below, p=0.010", ""]
+    # one large gain above many small losses: the mean ranks it first, the signed ranks favour the other
+    gains = np.array([40.0] + [-1.0 - 0.01 * i for i in range(len(TASKS) - 1)])
+    skew = pd.DataFrame([{"method": m, "task": t, "category": TASKS[t].category, "score": b + (g if m == "skew" else 0)}
+                         for m in ("skew", "even") for t, b, g in zip(TASKS, base, gains)])
+    split = ranked(skew)
+    assert list(split.index) == ["skew", "even"] and split.loc["skew", "p (Wilcoxon)"] < 0.05
+    assert split.loc["skew", "vs next below"].startswith("direction unsettled")
+    assert compact_view(split).loc["skew", "vs next below"].startswith("unsettled, p")
 
 
 def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch):

@@ -217,8 +217,25 @@ def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale
     text = describe_missing(missing)
     assert f"model 1 seed 2 (`{where} 1:2`)" in text and "model 1 seed 1, 1 of 2 tasks stored" in text
     assert describe_missing(missing_runs("smollm2-135m", [1], [0], stored=(frame, records), tasks=tasks)) == ""
+    from repro.pooling_attention.converged import run_commands
+
+    assert run_commands(missing) == [f"{where} 1:2", f"RECOMPUTE_STALE=1 {where} 1:1"]  # fresh runs share one
     # the paired tests inside a task read only the runs with every task stored
     from repro.pooling_attention.converged import complete_records
 
     assert set(complete_records((frame, records))) == {(1, 0, "STS12"), (1, 0, "STS13")}
     assert complete_records((frame.iloc[0:0], records)) == {}
+
+
+def test_the_leaderboard_asks_missing_runs_for_a_paper1_row(monkeypatch):
+    from repro.book import leaderboard
+    from repro.pooling_attention import converged
+
+    tasks = list(leaderboard.TASKS)
+    frame = pd.DataFrame([{"model": 2, "seed": 0, "task": t, "category": "STS", "score": 50.0} for t in tasks])
+    records = {(2, 0, t): {} for t in tasks} | {(2, 1, tasks[0]): {}}  # seed 1: one task from lost weights
+    monkeypatch.setattr(converged, "converged_scores", lambda *args, **kwargs: (frame, records))
+    row = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
+                                   ["Paper 1 model 2 (converged, 1 seed)"], run_hours=1.5).iloc[0]
+    assert row["computed by"] == ("scripts/p1_converged.sh 2:2; RECOMPUTE_STALE=1 scripts/p1_converged.sh 2:1")
+    assert row["estimated hours"] == 3.0  # two runs left, not three

@@ -33,7 +33,7 @@ from repro.core.scoring import stored_per_task
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS, data_fingerprint
 from repro.embedfilter.sweep import stored_scores
-from repro.pooling_attention.converged import converged_scores
+from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
 from repro.store.results import all_results
 from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
 from repro.training.evaluation import score_identity as trained_score_identity
@@ -216,7 +216,7 @@ ROWS = {  # label part -> (paper, the command that computes a missing task); the
     "mean (untrained)": ("-", "python -m repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
     "PromptEOL": ("2", "repro embedfilter --prompt prompteol --suite compact"),
     "Echo": ("2", "repro embedfilter --prompt echo --suite compact"),
-    "Paper 1 model": ("1", "scripts/p1_converged.sh {model}:0 {model}:1 {model}:2"),
+    "Paper 1 model": ("1", None),  # its runs not complete: missing_rows asks missing_runs
     "compression only": ("3", "python -m repro.autoregembed.experiments.cli --stage compress --suite compact"),
     "AutoRegEmbed": ("3", "python -m repro.autoregembed.experiments.cli --stage align --suite compact"),
     "baseline": ("3", "retrain the baseline (p3_tables standard) and score it on compact"),
@@ -235,11 +235,13 @@ def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, li
     return scores, list(frames)
 
 
-def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | None = None) -> pd.DataFrame:
-    """Per method: the tasks of the suite it lacks, and the command that computes them. ``run_hours``: the
-    measured wall hours of one Paper 1 converged run with its scoring
-    (:func:`repro.book.leaderboard_costs.paper1_run_hours`); a Paper 1 row
-    then gets its estimated cost, that times the seeds its command trains."""
+def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | None = None,
+                 backbone: str = "smollm2-135m") -> pd.DataFrame:
+    """Per method: the tasks of the suite it lacks, and the command that computes them (a Paper 1 row: the
+    commands of its runs not complete on ``backbone``, :func:`~repro.pooling_attention.converged.missing_runs`).
+    ``run_hours``: the measured wall hours of one Paper 1 converged run with its scoring
+    (:func:`repro.book.leaderboard_costs.paper1_run_hours`); a Paper 1 row then gets its estimated cost, that
+    times the runs its commands train."""
     rows = []
     for method in methods:
         have = set(scores.loc[scores.method == method, "task"])
@@ -247,12 +249,12 @@ def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | No
         if lacking:
             command = next((c for prefix, (_, c) in ROWS.items() if prefix in method), "")
             model = re.match(r"Paper 1 model (\d)", method)
-            command = command.format(model=model.group(1)) if model else command
+            runs = missing_runs(backbone, [int(model.group(1))], suite=SUITE) if model else None
+            command = "; ".join(run_commands(runs)) if model else command
             row = {"method": method, "tasks stored": len(have), "missing": len(lacking),
                    "missing tasks": ", ".join(lacking), "computed by": command}
             if run_hours is not None:
-                runs = len(re.findall(r"\d:\d", command)) if model else 0
-                row["estimated hours"] = round(runs * run_hours, 1) if runs else np.nan
+                row["estimated hours"] = round(len(runs) * run_hours, 1) if model and len(runs) else np.nan
             rows.append(row)
     columns = ["method", "tasks stored", "missing", "missing tasks", "computed by"]
     return pd.DataFrame(rows, columns=columns + (["estimated hours"] if run_hours is not None else []))
@@ -282,9 +284,12 @@ def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
             versus.append(""), p.append(np.nan), verdict.append("")
             continue
         test = wilcoxon_over_tasks(wide[upper], wide[lower])
+        upper_better = test["verdict"] == "significant: first better"
         versus.append(lower), p.append(test["p"]), verdict.append(
-            "significantly above" if test["verdict"] == "significant: first better" else
-            "significantly below" if test["verdict"] == "significant: second better" else "not significantly apart")
+            "not significantly apart" if not test["verdict"].startswith("significant") else
+            "direction unsettled (the signed ranks and the mean disagree)"
+            if upper_better != (test["mean_difference"] > 0) else
+            "significantly above" if upper_better else "significantly below")
     table["next below"], table["p (Wilcoxon)"], table["vs next below"] = versus, p, verdict
     return table
 
@@ -296,7 +301,8 @@ SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification
 def compact_view(table: pd.DataFrame) -> pd.DataFrame:
     """A :func:`ranked` table narrow enough for the page's column: the next row's name dropped (the table is in
     rank order), the neighbour test as one column ("above, p=0.016" / "tied, p=0.62"), short category headers."""
-    test = [("" if pd.isna(p) else f"{'tied' if v.startswith('not') else v.split()[-1]}, "
+    word = {"not": "tied", "direction": "unsettled"}
+    test = [("" if pd.isna(p) else f"{word.get(v.split()[0], v.split()[-1])}, "
              + ("p<0.001" if p < 0.001 else f"p={p:.3f}"))
             for p, v in zip(table["p (Wilcoxon)"], table["vs next below"])]
     view = table.drop(columns=["next below", "p (Wilcoxon)", "vs next below"]).assign(**{"vs next below": test})

@@ -100,6 +100,7 @@ def wilcoxon_reach(task_counts: dict, alpha: float = 0.05) -> str:
 
 
 EXPECTATIONS = ("better", "worse", "no gain")
+DISAGREE = "inconclusive (the mean difference and the signed ranks point opposite ways)"
 
 
 def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = None, expected: str = "better") -> dict:
@@ -107,7 +108,9 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
     test of :func:`compare`. ``expected``: "better" (a significantly above b), "worse" (significantly below) or
     "no gain" (a not significantly above b). Verdict at our scale: supported / contradicted (significant the
     other way; for "no gain": a significantly better) / not supported (no significant difference) /
-    untestable (too few paired units for p < 0.05) / missing results."""
+    untestable (too few paired units for p < 0.05) / missing results. A significant test whose mean difference has
+    the other sign than its signed-rank sum (a few large differences against many small ones) is
+    :data:`DISAGREE`: the direction of the claim is not settled."""
     if expected not in EXPECTATIONS:
         raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
     row = comparison_table(wide, [(a, b)], [category]).iloc[0]
@@ -117,6 +120,8 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
         verdict = "missing results"
     elif test.startswith("untestable"):
         verdict = "untestable"
+    elif (a_better and row["difference"] < 0) or (b_better and row["difference"] > 0):
+        verdict = DISAGREE
     elif expected == "no gain":
         verdict = "contradicted" if a_better else "supported"
     elif (a_better and expected == "better") or (b_better and expected == "worse"):
@@ -141,11 +146,18 @@ def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
 def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
     """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
     (scipy.stats.false_discovery_control) over the rows that were tested (not untestable or missing; a verdict
-    within the seed spread was tested too)."""
-
+    within the seed spread was tested too). A test that several statements read (the same comparison and
+    category, e.g. one difference read as "a better" and as "b no gain") counts once."""
     out = claims.copy()
     tested = ~out["verdict at our scale"].str.startswith(("untestable", "missing")) & out["p (Wilcoxon)"].notna()
     out["p (BH-adjusted)"] = np.nan
     if tested.any():
-        out.loc[tested, "p (BH-adjusted)"] = false_discovery_control(out.loc[tested, "p (Wilcoxon)"].astype(float))
+        keys = [c for c in ("comparison", "category") if c in out]
+        rows = out.loc[tested]
+        tests = rows.drop_duplicates(keys) if keys else rows
+        adjusted = pd.Series(false_discovery_control(tests["p (Wilcoxon)"].astype(float)), index=tests.index)
+        if keys:  # every statement reading a test gets that test's adjusted p
+            by_test = dict(zip(map(tuple, tests[keys].to_numpy()), adjusted))
+            adjusted = pd.Series([by_test[tuple(k)] for k in rows[keys].to_numpy()], index=rows.index)
+        out.loc[tested, "p (BH-adjusted)"] = adjusted
     return out

@@ -167,16 +167,24 @@ def missing_runs(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, 
     return pd.DataFrame(rows, columns=["model", "seed", "tasks stored", "tasks", "command"])
 
 
+def run_commands(missing: pd.DataFrame) -> list[str]:
+    """The commands that compute :func:`missing_runs`' runs: the fresh runs share one command, a run with some
+    tasks stored from lost weights has its own (``RECOMPUTE_STALE=1``)."""
+    fresh = missing[missing["tasks stored"] == 0]
+    shared = ([f'{fresh["command"].iloc[0].rsplit(" ", 1)[0]} '
+               + " ".join(f"{m}:{s}" for m, s in zip(fresh["model"], fresh["seed"]))] if len(fresh) else [])
+    return shared + list(missing.loc[missing["tasks stored"] > 0, "command"])
+
+
 def describe_missing(missing: pd.DataFrame) -> str:
     """One sentence part for a page: the missing runs and their commands (fresh runs share one command)."""
     if missing.empty:
         return ""
     parts, fresh = [], missing[missing["tasks stored"] == 0]
+    commands = run_commands(missing)
     if len(fresh):
-        prefix = fresh["command"].iloc[0].rsplit(" ", 1)[0]
-        pairs = " ".join(f"{m}:{s}" for m, s in zip(fresh["model"], fresh["seed"]))
         parts.append(f"{', '.join(f'model {m} seed {s}' for m, s in zip(fresh['model'], fresh['seed']))} "
-                     f"(`{prefix} {pairs}`)")
+                     f"(`{commands[0]}`)")
     for row in missing[missing["tasks stored"] > 0].to_dict("records"):
         parts.append(f"model {row['model']} seed {row['seed']}, {row['tasks stored']} of {row['tasks']} tasks "
                      f"stored from weights lost with an earlier machine (`{row['command']}`)")

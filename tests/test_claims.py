@@ -340,6 +340,36 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
 
 
+def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
+    from repro.book import ledger
+    from repro.core.tasks import TASKS
+    from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS
+
+    tasks = [t for t in TASKS if TASKS[t].category in ("STS", "Classification")]
+    rng = np.random.default_rng(3)
+    base = dict(zip(tasks, rng.uniform(40, 60, len(tasks))))
+    earlier = pd.DataFrame([{"model": m, "task": t, "category": TASKS[t].category, "main_score": (b + m) / 100}
+                            for m in (1, 2, 3, 4, 5) for t, b in base.items()])
+    monkeypatch.setattr(ledger, "evaluate_models", lambda *a, **k: earlier)
+    converged = {"frame": pd.DataFrame(columns=["model", "seed", "task", "category", "score"])}
+    monkeypatch.setattr(ledger, "converged_scores", lambda *a, **k: (converged["frame"], {}))
+    parts = ledger.table5_rows("standard")
+    assert len(parts) == 1 and (parts[0]["page"] == "p1_robustness").all()  # no converged run stored: no row
+    assert len(parts[0]) == len(ROBUSTNESS_CLAIMS) and parts[0]["claim"].str.startswith("Table 5: ").all()
+    assert parts[0]["verdict"].str.endswith("(one seed: spread unknown)").any()
+    # models 1, 4 and 5 at three seeds each on the second backbone: only the statements about them, held
+    converged["frame"] = pd.DataFrame([{"model": m, "seed": s, "task": t, "category": TASKS[t].category,
+                                        "score": b + 3 * (m == 5) + rng.normal(0, 0.1)}
+                                       for m in (1, 4, 5) for s in (0, 1, 2) for t, b in base.items()])
+    parts = ledger.table5_rows("standard")
+    now = parts[1]
+    assert (now["page"] == "p1_converged").all() and "seeds per model (model 1: 3, model 4: 3, model 5: 3)" in (
+        now["scale"].iloc[0])
+    assert sorted(now["claim"].str.extract(r"(\d vs \d)")[0]) == ["4 vs 1", "5 vs 1", "5 vs 1", "5 vs 1"]
+    sts = now[now["claim"].str.contains(r"\[STS")]["verdict"]
+    assert sts.tolist() == ["supported"]  # 3 points on 9 STS tasks, a seed spread well below that
+
+
 def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkeypatch):
     from repro.autoregembed.experiments import converged
     from repro.book import ledger

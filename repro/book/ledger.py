@@ -22,7 +22,7 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
-from repro.core.comparison import per_task_scores
+from repro.core.comparison import claims_table, per_task_scores
 from repro.core.seeds import held_to_spread, one_seed, seeded_claims
 from repro.core.suites import suite_caps_text
 from repro.embedfilter.claims import best_variant_tests, tests_against_raw
@@ -30,7 +30,7 @@ from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
 from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
 from repro.embedfilter.sweep import parse_run, sweep_scores
-from repro.pooling_attention.claims import TABLE_CLAIMS, best_vs_last_layer
+from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS, TABLE_CLAIMS, best_vs_last_layer, present_claims
 from repro.pooling_attention.claims import table_claims as p1_claims
 from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.layerwise import layerwise
@@ -107,7 +107,35 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                  f"({per_model}), 'compact' suite")
         parts.append(_from_claims(1, converged, scale, "p1_converged",
                                   test=WILCOXON + ", seed-averaged, held to the seed spread"))
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(parts + table5_rows(profile, recompute), ignore_index=True)
+
+
+def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.DataFrame]:
+    """Table 5's statements about a second, smaller backbone: at the earlier fixed budget (page p1_robustness,
+    one seed) and on the converged runs of p1_converged's ``table5_backbones`` (seed-averaged, held to the seed
+    spread), each where its two models are stored."""
+    r = page_parameters("p1_robustness", profile)
+    train = {k: r[k] for k in ("steps", "batch_size", "max_length", "validation_sts_pairs", "validation_triplets",
+                               "seed")}
+    wide = per_task_scores(evaluate_models(r["backbone"], r["models"], r["suite"], r["tasks"], recompute, **train))
+    earlier = one_seed(claims_table(wide, present_claims(ROBUSTNESS_CLAIMS, r["models"])))
+    scale = (f"{r['backbone']}, models {r['models']}, {r['steps']} steps x {r['batch_size']} SNLI triplets (the "
+             f"earlier fixed budget), seed {r['seed']}, {len(wide)} tasks, '{r['suite']}' suite")
+    parts = [_from_claims(1, earlier, scale, "p1_robustness")]
+    c = page_parameters("p1_converged", profile)
+    for backbone in [b for b in c["backbones"] if b in c.get("table5_backbones", [])]:
+        models = [m for m in c.get("backbone_models", {}).get(backbone, c["models"]) if m in c["models"]]
+        tasks = c.get("backbone_tasks", {}).get(backbone)
+        frame, _ = converged_scores(backbone, models, c["seeds"], c["suite"], tasks)
+        claims = present_claims(ROBUSTNESS_CLAIMS, set(frame["model"]) if len(frame) else set())
+        if not claims:
+            continue
+        per_model = ", ".join(f"model {int(m)}: {int(n)}" for m, n in frame.groupby("model")["seed"].nunique().items())
+        scale = (f"{backbone}, converged runs (budget rule, cap 600 x 16, Paper 1 mix), seeds per model "
+                 f"({per_model}), {frame['task'].nunique()} tasks, '{c['suite']}' suite")
+        parts.append(_from_claims(1, seeded_claims(frame, claims), scale, "p1_converged",
+                                  test=WILCOXON + ", seed-averaged, held to the seed spread"))
+    return parts
 
 
 def _quoted_gain(prompt: str, variant: str) -> str:

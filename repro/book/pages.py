@@ -69,6 +69,7 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "models": [1, 2, 3, 4, 5],
                      "backbone_models": {"gemma3-270m": [1, 4, 5]},
                      "backbone_tasks": {"gemma3-270m": P1_ROBUSTNESS_TASKS},
+                     "table5_backbones": ["gemma3-270m"],
                      "seeds": [0, 1, 2], "suite": "compact", "budget_suite": "small", "curve_pairs": [[1, 5], [4, 5]]},
     },
     "p1_robustness": {

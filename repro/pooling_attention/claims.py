@@ -1,5 +1,6 @@
 """Paper 1's claims, tested: the best layer against the last (Figure 2: Wilcoxon over tasks, and a paired
-bootstrap over sentence pairs inside each STS task), and Tables 2-4's statements about the five designs."""
+bootstrap over sentence pairs inside each STS task), Tables 2-4's statements about the five designs, and Table
+5's about a second, smaller backbone."""
 
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ TABLE_CLAIMS = (
     + [("model 5 significantly beats model 4 in all four categories", 5, 4, category, "better")
        for category in ("STS", "Classification", "Retrieval", "Clustering")]
 )
+
+# Table 5's statements about the second, smaller backbone (Tang & Yang's qualitative findings there)
+ROBUSTNESS_CLAIMS = (
+    [("Table 5: model 5 is good on STS", 5, 1, "STS", "better"),
+     ("Table 5: but model 5 is worse on classification", 5, 1, "Classification", "worse")]
+    + [("Table 5: complex designs bring no consistent meaningful gain on a small model", m, 1, None, "no gain")
+       for m in (2, 3, 4, 5)]
+)
+
+
+def present_claims(claims: Sequence[tuple], models) -> list[tuple]:
+    """The statements of ``claims`` whose two models are both in ``models`` (e.g. those with stored runs)."""
+    models = set(models)
+    return [c for c in claims if c[1] in models and c[2] in models]
 
 
 # every pair of designs a statement or Tables 3-4 compare, once each (the paired tests inside each task)

@@ -46,12 +46,17 @@ def test_claim_verdict_reads_the_direction_the_paper_expects():
 
 def test_a_significant_test_whose_mean_points_the_other_way_is_inconclusive():
     from repro.core.comparison import DISAGREE
+    from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 
     gains = np.array([1.0 + 0.01 * i for i in range(11)] + [-30.0])  # many small gains, one large loss
     wide = scores({"a": 50 + gains, "b": np.full(12, 50.0)}, categories=("STS",) * 12)
     row = claim_verdict(wide, "a beats b", "a", "b", "STS", "better")
-    assert row["test"] == "significant: a better" and row["difference"] < 0  # the signed ranks say a, the mean b
-    assert row["verdict at our scale"] == DISAGREE
+    assert row["p (Wilcoxon)"] < 0.05 and row["difference"] < 0  # the signed ranks favour a, the mean b
+    assert row["test"] == UNSETTLED and row["verdict at our scale"] == DISAGREE
+    even = np.array([1.0] * 12 + [-12.0])  # a mean of exactly 0 settles no direction either
+    test = wilcoxon_over_tasks(50 + even, np.full(13, 50.0))
+    assert test["p"] < 0.05 and test["mean_difference"] == 0 and test["verdict"] == UNSETTLED
+    assert wilcoxon_over_tasks(50 + np.abs(gains), np.full(12, 50.0))["verdict"] == "significant: first better"
     assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict at our scale"] == DISAGREE
     assert claim_verdict(wide, "a no gain", "a", "b", "STS", "no gain")["verdict at our scale"] == DISAGREE
 
@@ -221,12 +226,18 @@ def test_adjusted_p_values_cover_only_the_tested_rows():
 def test_a_test_read_by_two_statements_counts_once_in_the_adjustment():
     from scipy.stats import false_discovery_control
 
-    claims = pd.DataFrame({"comparison": ["5 vs 4", "5 vs 1", "5 vs 4"], "category": ["STS", "STS", "STS"],
-                           "p (Wilcoxon)": [0.02, 0.04, 0.02], "verdict at our scale": ["supported"] * 3})
+    claims = pd.DataFrame({"comparison": ["5 vs 4", "5 vs 1", "4 vs 5", "5 vs 1"],
+                           "category": ["STS", "STS", "STS", "STS"], "paired": [9, 9, 9, 9],
+                           "difference": [2.0, 3.0, -2.0, 1.0], "p (Wilcoxon)": [0.02, 0.04, 0.02, 0.6],
+                           "verdict at our scale": ["supported"] * 4})
     adjusted = with_adjusted_p(claims)["p (BH-adjusted)"]
-    once = false_discovery_control([0.02, 0.04])
-    np.testing.assert_allclose(adjusted, [once[0], once[1], once[0]])
-    assert not np.allclose(adjusted, false_discovery_control([0.02, 0.04, 0.02]))  # counted twice it differs
+    # rows 0 and 2 read one test (either order); row 3 compares the same models on other data (another page)
+    once = false_discovery_control([0.02, 0.04, 0.6])
+    np.testing.assert_allclose(adjusted, [once[0], once[1], once[0], once[2]])
+    assert not np.allclose(adjusted, false_discovery_control([0.02, 0.04, 0.02, 0.6]))  # counted twice it differs
+    # without a comparison and a category to name the test by, every row is its own test
+    bare = claims.drop(columns=["comparison"])
+    np.testing.assert_allclose(with_adjusted_p(bare)["p (BH-adjusted)"], false_discovery_control([0.02, 0.04, 0.02, 0.6]))
 
 
 def test_seed_spread_is_the_range_across_seeds_of_one_configuration():
@@ -354,9 +365,10 @@ def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     converged = {"frame": pd.DataFrame(columns=["model", "seed", "task", "category", "score"])}
     monkeypatch.setattr(ledger, "converged_scores", lambda *a, **k: (converged["frame"], {}))
     parts = ledger.table5_rows("standard")
-    assert len(parts) == 1 and (parts[0]["page"] == "p1_robustness").all()  # no converged run stored: no row
+    assert (parts[0]["page"] == "p1_robustness").all() and parts[1].empty  # no converged run stored: no row
     assert len(parts[0]) == len(ROBUSTNESS_CLAIMS) and parts[0]["claim"].str.startswith("Table 5: ").all()
-    assert parts[0]["verdict"].str.endswith("(one seed: spread unknown)").any()
+    tested = parts[0]["verdict"][parts[0]["verdict"] != "untestable"]  # classification: 5 tasks, untestable
+    assert len(tested) == len(ROBUSTNESS_CLAIMS) - 1 and tested.str.endswith("(one seed: spread unknown)").all()
     # models 1, 4 and 5 at three seeds each on the second backbone: only the statements about them, held
     converged["frame"] = pd.DataFrame([{"model": m, "seed": s, "task": t, "category": TASKS[t].category,
                                         "score": b + 3 * (m == 5) + rng.normal(0, 0.1)}

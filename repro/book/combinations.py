@@ -40,7 +40,7 @@ from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
 from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.seeds import seed_spread
-from repro.core.stats import wilcoxon_over_tasks
+from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
@@ -81,8 +81,8 @@ def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str,
         row |= {f"{DELTA}{category}": difference for category, difference in by.items()}
         test = wilcoxon_over_tasks(both["score_combined"], both["score_base"])
         row |= {"difference": test["mean_difference"], "p (Wilcoxon)": test["p"],
-                "verdict": {"significant: first better": helps, "significant: second better": hurts}.get(
-                    test["verdict"], "no significant difference")}
+                "verdict": {"significant: first better": helps, "significant: second better": hurts,
+                            UNSETTLED: UNSETTLED}.get(test["verdict"], "no significant difference")}
     return row
 
 

@@ -30,7 +30,7 @@ from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_S
 from repro.autoregembed.experiments.scores import score_identity
 from repro.book.pages import page_parameters
 from repro.core.scoring import stored_per_task
-from repro.core.stats import wilcoxon_over_tasks
+from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS, data_fingerprint
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
@@ -262,8 +262,9 @@ def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | No
 
 def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
     """Category means, the overall mean over tasks, and each method against the one ranked just below it:
-    the Wilcoxon signed-rank test over the tasks both have (two-sided, p < 0.05). ``complete_only``: rank only
-    methods with every task of the suite (a mean over other tasks is not comparable)."""
+    the Wilcoxon signed-rank test over the tasks both have (two-sided, p < 0.05; "direction unsettled" where it is
+    significant but the signed ranks favour the row below, :data:`~repro.core.stats.UNSETTLED`). ``complete_only``:
+    rank only methods with every task of the suite (a mean over other tasks is not comparable)."""
     columns = ["tasks", "mean", *CATEGORIES, "next below", "p (Wilcoxon)", "vs next below"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
@@ -284,12 +285,9 @@ def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
             versus.append(""), p.append(np.nan), verdict.append("")
             continue
         test = wilcoxon_over_tasks(wide[upper], wide[lower])
-        upper_better = test["verdict"] == "significant: first better"
         versus.append(lower), p.append(test["p"]), verdict.append(
-            "not significantly apart" if not test["verdict"].startswith("significant") else
-            "direction unsettled (the signed ranks and the mean disagree)"
-            if upper_better != (test["mean_difference"] > 0) else
-            "significantly above" if upper_better else "significantly below")
+            {"significant: first better": "significantly above", "significant: second better": "significantly below",
+             UNSETTLED: UNSETTLED}.get(test["verdict"], "not significantly apart"))
     table["next below"], table["p (Wilcoxon)"], table["vs next below"] = versus, p, verdict
     return table
 
@@ -300,7 +298,8 @@ SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification
 
 def compact_view(table: pd.DataFrame) -> pd.DataFrame:
     """A :func:`ranked` table narrow enough for the page's column: the next row's name dropped (the table is in
-    rank order), the neighbour test as one column ("above, p=0.016" / "tied, p=0.62"), short category headers."""
+    rank order), the neighbour test as one column ("above, p=0.016" / "tied, p=0.62" / "unsettled, p=0.03"), short
+    category headers."""
     word = {"not": "tied", "direction": "unsettled"}
     test = [("" if pd.isna(p) else f"{word.get(v.split()[0], v.split()[-1])}, "
              + ("p<0.001" if p < 0.001 else f"p={p:.3f}"))

@@ -22,8 +22,9 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
-from repro.core.comparison import claims_table, per_task_scores
+from repro.core.comparison import DISAGREE, claims_table, per_task_scores
 from repro.core.seeds import held_to_spread, one_seed, seeded_claims
+from repro.core.stats import UNSETTLED
 from repro.core.suites import suite_caps_text
 from repro.embedfilter.claims import best_variant_tests, tests_against_raw
 from repro.embedfilter.filters import sweep_variants
@@ -34,7 +35,7 @@ from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS, TABLE_CLAIMS, best
 from repro.pooling_attention.claims import table_claims as p1_claims
 from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.layerwise import layerwise
-from repro.pooling_attention.trained import evaluate_models
+from repro.pooling_attention.trained import CAP, converged_config, evaluate_models
 
 COLUMNS = ["paper", "claim", "scale", "ours", "paper (quoted)", "test", "statistic", "verdict", "page"]
 PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
@@ -66,8 +67,9 @@ def _from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: 
 
 
 def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
-    """Figure 2 (the best layer against the last, over all tasks, per backbone) and Tables 2-4 (the designs'
-    claims on the first backbone of the Tables page)."""
+    """Figure 2 (the best layer against the last, over all tasks, per backbone), Tables 2-4 (the designs' claims
+    on the first backbone of the Tables page, at the earlier budget and converged) and Table 5
+    (:func:`table5_rows`)."""
     rows = []
     fig = page_parameters("p1_layerwise_mteb", profile)
     frames = [layerwise(b, fig["suite"], tasks=fig["tasks"], layer_step=fig["layer_step"], progress=False,
@@ -79,6 +81,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     for _, r in layers[layers.category == "all tasks"].iterrows():
         differs = r["best layer"] != r["last layer"]
         verdict = ("supported" if differs and r["verdict"] == "significant: first better" else
+                   DISAGREE if r["verdict"] == UNSETTLED else
                    "untestable" if str(r["verdict"]).startswith("untestable") else
                    "not supported (no significant difference)")
         rows.append({"paper": PAPERS[1], "claim": "the last layer is not always the best (Figure 2)",
@@ -96,24 +99,15 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
              f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
     parts = [pd.DataFrame(rows, columns=COLUMNS), _from_claims(1, one_seed(p1_claims(wide)), scale, "p1_tables")]
     # the same claims under the declared budget rule, for the pairs of models with converged runs stored
-    frame, _ = converged_scores(backbone, t["models"])
-    if len(frame):
-        have = set(frame["model"])
-        claims = [c for c in TABLE_CLAIMS if c[1] in have and c[2] in have]
-        seeds = frame.groupby("model")["seed"].nunique()
-        converged = seeded_claims(frame, claims)
-        per_model = ", ".join(f"model {int(m)}: {int(n)}" for m, n in seeds.items())
-        scale = (f"{backbone}, converged runs (budget rule, cap 600 x 16, Paper 1 mix), seeds per model "
-                 f"({per_model}), 'compact' suite")
-        parts.append(_from_claims(1, converged, scale, "p1_converged",
-                                  test=WILCOXON + ", seed-averaged, held to the seed spread"))
+    parts.append(_converged_rows(backbone, converged_scores(backbone, t["models"])[0], TABLE_CLAIMS, "compact"))
     return pd.concat(parts + table5_rows(profile, recompute), ignore_index=True)
 
 
 def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.DataFrame]:
-    """Table 5's statements about a second, smaller backbone: at the earlier fixed budget (page p1_robustness,
-    one seed) and on the converged runs of p1_converged's ``table5_backbones`` (seed-averaged, held to the seed
-    spread), each where its two models are stored."""
+    """Table 5's statements about a second, smaller backbone: at the earlier fixed budget (page p1_robustness's
+    models, one seed; read from its stored runs, trained where missing as that page does) and on the converged
+    runs of p1_converged's ``table5_backbones`` (seed-averaged, held to the seed spread; a statement only where
+    both its models have runs stored)."""
     r = page_parameters("p1_robustness", profile)
     train = {k: r[k] for k in ("steps", "batch_size", "max_length", "validation_sts_pairs", "validation_triplets",
                                "seed")}
@@ -127,15 +121,22 @@ def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.D
         models = [m for m in c.get("backbone_models", {}).get(backbone, c["models"]) if m in c["models"]]
         tasks = c.get("backbone_tasks", {}).get(backbone)
         frame, _ = converged_scores(backbone, models, c["seeds"], c["suite"], tasks)
-        claims = present_claims(ROBUSTNESS_CLAIMS, set(frame["model"]) if len(frame) else set())
-        if not claims:
-            continue
-        per_model = ", ".join(f"model {int(m)}: {int(n)}" for m, n in frame.groupby("model")["seed"].nunique().items())
-        scale = (f"{backbone}, converged runs (budget rule, cap 600 x 16, Paper 1 mix), seeds per model "
-                 f"({per_model}), {frame['task'].nunique()} tasks, '{c['suite']}' suite")
-        parts.append(_from_claims(1, seeded_claims(frame, claims), scale, "p1_converged",
-                                  test=WILCOXON + ", seed-averaged, held to the seed spread"))
+        parts.append(_converged_rows(backbone, frame, ROBUSTNESS_CLAIMS, c["suite"]))
     return parts
+
+
+def _converged_rows(backbone: str, frame: pd.DataFrame, statements, suite: str) -> pd.DataFrame:
+    """``statements`` about the models with converged runs in ``frame`` (:func:`converged_scores`), judged
+    seed-averaged and held to the seed spread; no row for a statement whose two models are not both stored."""
+    claims = present_claims(statements, set(frame["model"]) if len(frame) else set())
+    if not claims:
+        return pd.DataFrame(columns=COLUMNS)
+    per_model = ", ".join(f"model {int(m)}: {int(n)}" for m, n in frame.groupby("model")["seed"].nunique().items())
+    example = converged_config(backbone, claims[0][1], 0)
+    scale = (f"{backbone}, converged runs (budget rule, cap {CAP} x {example.batch_size}, training data "
+             f"`{example.data}`), seeds per model ({per_model}), {frame['task'].nunique()} tasks, '{suite}' suite")
+    return _from_claims(1, seeded_claims(frame, claims), scale, "p1_converged",
+                        test=WILCOXON + ", seed-averaged, held to the seed spread")
 
 
 def _quoted_gain(prompt: str, variant: str) -> str:
@@ -169,7 +170,7 @@ def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     for _, r in tests_against_raw(scores, ["edge/2"]).iterrows():
         test = str(r["verdict"])
         verdict = ("supported" if test == "significant: edge/2 better" else
-                   "contradicted" if test.startswith("significant") else
+                   "contradicted" if test.startswith("significant") else DISAGREE if test == UNSETTLED else
                    "untestable" if test.startswith("untestable") else "not supported (no significant difference)")
         rows.append({"paper": PAPERS[2], "claim": "EmbedFilter (edge, ratio 2) improves on the raw embedding",
                      "scale": f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{main['suite']}' suite",

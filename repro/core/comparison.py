@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import false_discovery_control, kendalltau
 
-from repro.core.stats import min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
+from repro.core.stats import UNSETTLED, min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
 
 
 def per_task_scores(scores: pd.DataFrame, column: str = "model") -> pd.DataFrame:
@@ -100,7 +100,7 @@ def wilcoxon_reach(task_counts: dict, alpha: float = 0.05) -> str:
 
 
 EXPECTATIONS = ("better", "worse", "no gain")
-DISAGREE = "inconclusive (the mean difference and the signed ranks point opposite ways)"
+DISAGREE = "inconclusive (the mean difference and the signed ranks disagree)"
 
 
 def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = None, expected: str = "better") -> dict:
@@ -108,9 +108,9 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
     test of :func:`compare`. ``expected``: "better" (a significantly above b), "worse" (significantly below) or
     "no gain" (a not significantly above b). Verdict at our scale: supported / contradicted (significant the
     other way; for "no gain": a significantly better) / not supported (no significant difference) /
-    untestable (too few paired units for p < 0.05) / missing results. A significant test whose mean difference has
-    the other sign than its signed-rank sum (a few large differences against many small ones) is
-    :data:`DISAGREE`: the direction of the claim is not settled."""
+    untestable (too few paired units for p < 0.05) / missing results. A significant test that settles no direction
+    (:data:`~repro.core.stats.UNSETTLED`: the mean difference has not the sign of the signed-rank sum) is
+    :data:`DISAGREE`."""
     if expected not in EXPECTATIONS:
         raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
     row = comparison_table(wide, [(a, b)], [category]).iloc[0]
@@ -120,7 +120,7 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
         verdict = "missing results"
     elif test.startswith("untestable"):
         verdict = "untestable"
-    elif (a_better and row["difference"] < 0) or (b_better and row["difference"] > 0):
+    elif test == UNSETTLED:
         verdict = DISAGREE
     elif expected == "no gain":
         verdict = "contradicted" if a_better else "supported"
@@ -143,21 +143,30 @@ def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     return pd.DataFrame([claim_verdict(wide, *claim) for claim in claims])
 
 
+def _test_keys(rows: pd.DataFrame) -> list[tuple] | None:
+    """One key per row naming the test it reads: the two compared models in either order, the category, the
+    paired units, the p-value and the size of the difference (rows of different pages or scales that compare the
+    same models differ in these); None without a comparison and a category to key on."""
+    if not {"comparison", "category"} <= set(rows):
+        return None
+    size = rows["difference"].abs().round(9) if "difference" in rows else pd.Series(0.0, index=rows.index)
+    paired = rows["paired"] if "paired" in rows else pd.Series(0, index=rows.index)
+    return [(tuple(sorted(str(c).split(" vs "))), str(cat), n, round(float(p), 12), d)
+            for c, cat, n, p, d in zip(rows["comparison"], rows["category"], paired, rows["p (Wilcoxon)"], size)]
+
+
 def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
     """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
-    (scipy.stats.false_discovery_control) over the rows that were tested (not untestable or missing; a verdict
-    within the seed spread was tested too). A test that several statements read (the same comparison and
-    category, e.g. one difference read as "a better" and as "b no gain") counts once."""
+    (scipy.stats.false_discovery_control) over the distinct tests the rows read (not untestable or missing; a
+    verdict within the seed spread was tested too). Statements that read one test (the same two models, category,
+    units and result, e.g. "a better than b" and "b no gain over a") count it once and share its adjusted p."""
     out = claims.copy()
     tested = ~out["verdict at our scale"].str.startswith(("untestable", "missing")) & out["p (Wilcoxon)"].notna()
     out["p (BH-adjusted)"] = np.nan
     if tested.any():
-        keys = [c for c in ("comparison", "category") if c in out]
         rows = out.loc[tested]
-        tests = rows.drop_duplicates(keys) if keys else rows
-        adjusted = pd.Series(false_discovery_control(tests["p (Wilcoxon)"].astype(float)), index=tests.index)
-        if keys:  # every statement reading a test gets that test's adjusted p
-            by_test = dict(zip(map(tuple, tests[keys].to_numpy()), adjusted))
-            adjusted = pd.Series([by_test[tuple(k)] for k in rows[keys].to_numpy()], index=rows.index)
-        out.loc[tested, "p (BH-adjusted)"] = adjusted
+        keys = _test_keys(rows) or list(range(len(rows)))
+        tests = dict(zip(keys, rows["p (Wilcoxon)"].astype(float)))  # one p per distinct test
+        adjusted = dict(zip(tests, false_discovery_control(list(tests.values()))))
+        out.loc[tested, "p (BH-adjusted)"] = [adjusted[k] for k in keys]
     return out

@@ -14,11 +14,16 @@ def min_attainable_p(n: int) -> float:
     return 2.0 / 2 ** n if n > 0 else 1.0
 
 
+UNSETTLED = "direction unsettled (significant signed ranks, mean difference of the other sign)"
+
+
 def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
     """Two-sided Wilcoxon signed-rank test of paired per-task scores ``a`` vs ``b`` (NaN pairs dropped).
     ``unit`` names what is paired (tasks, sentences, ...) in the reported test name. The direction of a
     significant result is the sign of the signed-rank sum (what the test measures), and the smallest
-    attainable p counts only non-zero differences (scipy drops zeros)."""
+    attainable p counts only non-zero differences (scipy drops zeros). A significant test whose mean difference
+    does not have the sign of its signed-rank sum (a few large differences against many small ones, or a mean of
+    exactly 0) settles no direction: :data:`UNSETTLED`."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     keep = ~(np.isnan(a) | np.isnan(b))
     a, b = a[keep], b[keep]
@@ -38,6 +43,8 @@ def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
     rank_sum = float(ranks[nonzero > 0].sum() - ranks[nonzero < 0].sum())
     if out["min_attainable_p"] > alpha:
         verdict = f"untestable at n={len(nonzero)} (smallest possible p = {out['min_attainable_p']:.3f})"
+    elif p < alpha and np.sign(out["mean_difference"]) != np.sign(rank_sum):
+        verdict = UNSETTLED
     elif p < alpha:
         verdict = "significant: " + ("first better" if rank_sum > 0 else "second better")
     else:

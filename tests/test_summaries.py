@@ -4,6 +4,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from repro.book import paper_profile
@@ -29,6 +30,12 @@ def test_scales_come_from_parameters_and_the_paper_profile():
 def test_summary_counts_and_bad_paper():
     text = summary_markdown(3, "AutoRegEmbed", 4, 9)
     assert text.startswith("**AutoRegEmbed.**") and "4 of 9 tested claims are supported" in text
+    assert "untestable" not in text and "1 more claim is untestable" in summary_markdown(3, "A", 4, 9, untestable=1)
+    from repro.book.ledger import summary_counts
+
+    counts = pd.Series({"supported": 2, "supported (one seed: spread unknown)": 3, "untestable": 5,
+                        "missing results": 1, "contradicted": 4})
+    assert summary_counts(counts) == {"supported": 2, "tested": 9, "one_seed": 3, "untestable": 5}
     with pytest.raises(ValueError, match="unknown paper 4"):
         scope_and_scale(4)
 

@@ -23,7 +23,7 @@ from repro.autoregembed.experiments.data_efficiency import data_efficiency_refer
 from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
 from repro.core.comparison import DISAGREE, claims_table, per_task_scores
-from repro.core.seeds import held_to_spread, one_seed, seeded_claims
+from repro.core.seeds import ONE_SEED, held_to_spread, one_seed, seeded_claims
 from repro.core.stats import UNSETTLED
 from repro.core.suites import suite_caps_text
 from repro.embedfilter.claims import best_variant_tests, tests_against_raw
@@ -265,6 +265,15 @@ def claims_ledger(profile: str = "standard", recompute: bool = False) -> pd.Data
 def verdict_counts(ledger: pd.DataFrame) -> pd.DataFrame:
     """Per paper: how many claims got each verdict."""
     return ledger.groupby(["paper", "verdict"]).size().unstack(fill_value=0)
+
+
+def summary_counts(counts: pd.Series) -> dict:
+    """One paper's row of :func:`verdict_counts` as :func:`repro.book.summaries.summary_markdown`'s counts:
+    supported, tested (every verdict but untestable and missing results), supported at one seed, untestable."""
+    untestable = int(sum(n for v, n in counts.items() if str(v).startswith("untestable")))
+    missing = int(sum(n for v, n in counts.items() if str(v).startswith("missing")))
+    return {"supported": int(counts.get("supported", 0)), "tested": int(counts.sum()) - untestable - missing,
+            "one_seed": int(counts.get("supported" + ONE_SEED, 0)), "untestable": untestable}
 
 
 def describe_scales(profile: str = "standard") -> str:

@@ -97,11 +97,14 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
 
 
 def summary_markdown(paper: int, name: str, supported: int, tested: int, profile: str = "standard",
-                     one_seed: int = 0) -> str:
+                     one_seed: int = 0, untestable: int = 0) -> str:
     """One paper's summary paragraph; ``supported`` of ``tested`` are the ledger's counts for it, ``one_seed`` its
-    claims supported at one training seed whose spread is unmeasured (not counted as supported)."""
+    claims supported at one training seed whose spread is unmeasured (not counted as supported), ``untestable``
+    its claims no test at our scale can decide (too few paired tasks or units; not in ``tested``)."""
     facts = scope_and_scale(paper, profile)
     extra = (f" ({one_seed} more {'is' if one_seed == 1 else 'are'} supported at one training seed, where the seed "
              "spread is unmeasured: not counted)") if one_seed else ""
+    beyond = (f" {untestable} more {'claim is' if untestable == 1 else 'claims are'} untestable at our scale (too "
+              "few paired tasks or units for p < 0.05).") if untestable else ""
     return (f"**{name}.** *Scope:* {facts['scope']} *Reproduced:* {supported} of {tested} tested claims are "
-            f"supported at our scale{extra}. *Hard:* {facts['hard']} *Scale:* {facts['scale']}")
+            f"supported at our scale{extra}.{beyond} *Hard:* {facts['hard']} *Scale:* {facts['scale']}")

@@ -571,3 +571,17 @@ def test_paper1_training_hours_count_only_the_scored_seeds(tmp_path, monkeypatch
     hours = costs.training_hours()
     # seed 1 trained but its scoring is incomplete: the row is "1 seed" and its hours are seed 0's alone
     assert hours.to_dict() == {"Paper 1 model 3 (converged, 1 seed)": 1.0}
+
+
+def test_claims_view_gives_one_narrow_table_per_statement_in_order():
+    from repro.book.notebook import claims_view
+
+    rng = np.random.default_rng(4)
+    base = rng.uniform(40, 60, 8)
+    wide = scores({1: base, 4: base + 1 + rng.uniform(0, 1, 8), 5: base + 5 + rng.uniform(0, 1, 8)})
+    claims = with_adjusted_p(claims_table(wide, [("z first", 5, 1, "STS", "better"), ("a second", 4, 1, "STS", "better"),
+                                                 ("z first", 5, 4, "STS", "better")]))
+    view = claims_view(claims)
+    assert [s for s, _ in view] == ["z first", "a second"]  # the page's order, not sorted
+    assert list(view[0][1].columns) == ["comparison", "category", "tasks", "difference", "p", "BH", "verdict"]
+    assert view[0][1]["comparison"].tolist() == ["5 vs 1", "5 vs 4"] and view[1][1]["verdict"].tolist() == ["supported"]

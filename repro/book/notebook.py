@@ -1,4 +1,5 @@
-"""Helpers for the thin notebooks: parameter checking (papermill passes whatever the user typed)."""
+"""Helpers for the thin notebooks: parameter checking (papermill passes whatever the user typed), quiet
+logging, wrapped statements, and a claims table narrow enough for the page column."""
 
 from __future__ import annotations
 
@@ -83,3 +84,18 @@ def say(text: str, width: int = 78) -> None:
     """Print a long statement (e.g. a page's scale) wrapped, so the rendered page needs no scrolling."""
 
     print(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))
+
+
+CLAIM_COLUMNS = {"comparison": "comparison", "category": "category", "paired": "tasks", "difference": "difference",
+                 "p (Wilcoxon)": "p", "p (BH-adjusted)": "BH", "seed spread": "spread",
+                 "seeds (first/second)": "seeds", "verdict at our scale": "verdict"}
+
+
+def claims_view(claims):
+    """A claims table (:func:`repro.core.comparison.claims_table` and its seeded forms) as one narrow table per
+    statement, so the verdict is visible without scrolling: ``[(statement, table)]``, each table the comparison,
+    the test's result and the verdict under short headers (columns it lacks are skipped). The page shows the full
+    table (means, bootstrap CI, test) in a collapsed output."""
+    columns = {c: short for c, short in CLAIM_COLUMNS.items() if c in claims}
+    return [(statement, part[list(columns)].rename(columns=columns).reset_index(drop=True))
+            for statement, part in claims.groupby("claim (paper)", sort=False)]

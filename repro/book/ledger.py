@@ -66,6 +66,12 @@ def _from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: 
         "verdict": claims["verdict at our scale"], "page": page})
 
 
+def _fixed_budget(params: dict) -> dict:
+    """The earlier fixed-budget training settings among a Paper 1 page's parameters (p1_tables, p1_robustness)."""
+    return {k: params[k] for k in ("steps", "batch_size", "max_length", "validation_sts_pairs", "validation_triplets",
+                                   "seed")}
+
+
 def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
     """Figure 2 (the best layer against the last, over all tasks, per backbone), Tables 2-4 (the designs' claims
     on the first backbone of the Tables page, at the earlier budget and converged) and Table 5
@@ -92,8 +98,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                      "verdict": verdict, "page": "p1_layerwise_mteb"})
     t = page_parameters("p1_tables", profile)
     backbone = t["backbones"][0]
-    train = {k: t[k] for k in ("steps", "batch_size", "max_length", "validation_sts_pairs", "validation_triplets",
-                               "seed")}
+    train = _fixed_budget(t)
     wide = per_task_scores(evaluate_models(backbone, t["models"], t["suite"], t["tasks"], recompute, **train))
     scale = (f"{backbone}, models {t['models']}, {t['steps']} steps x {t['batch_size']} SNLI triplets (the earlier "
              f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
@@ -109,8 +114,7 @@ def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.D
     runs of p1_converged's ``table5_backbones`` (seed-averaged, held to the seed spread; a statement only where
     both its models have runs stored)."""
     r = page_parameters("p1_robustness", profile)
-    train = {k: r[k] for k in ("steps", "batch_size", "max_length", "validation_sts_pairs", "validation_triplets",
-                               "seed")}
+    train = _fixed_budget(r)
     wide = per_task_scores(evaluate_models(r["backbone"], r["models"], r["suite"], r["tasks"], recompute, **train))
     earlier = one_seed(claims_table(wide, present_claims(ROBUSTNESS_CLAIMS, r["models"])))
     scale = (f"{r['backbone']}, models {r['models']}, {r['steps']} steps x {r['batch_size']} SNLI triplets (the "

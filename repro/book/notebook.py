@@ -86,16 +86,22 @@ def say(text: str, width: int = 78) -> None:
     print(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))
 
 
-CLAIM_COLUMNS = {"comparison": "comparison", "category": "category", "paired": "tasks", "difference": "difference",
-                 "p (Wilcoxon)": "p", "p (BH-adjusted)": "BH", "seed spread": "spread",
+CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "category", "paired": "tasks",
+                 "difference": "difference", "p (Wilcoxon)": "p", "p (BH-adjusted)": "BH", "seed spread": "spread",
                  "seeds (first/second)": "seeds", "verdict at our scale": "verdict"}
 
 
 def claims_view(claims):
     """A claims table (:func:`repro.core.comparison.claims_table` and its seeded forms) as one narrow table per
     statement, so the verdict is visible without scrolling: ``[(statement, table)]``, each table the comparison,
-    the test's result and the verdict under short headers (columns it lacks are skipped). The page shows the full
-    table (means, bootstrap CI, test) in a collapsed output."""
+    the test's result and the verdict under short headers (columns it lacks are skipped, and the seed columns where
+    every row of the statement has none). The page shows the full table (means, bootstrap CI, test) in a collapsed
+    output."""
     columns = {c: short for c, short in CLAIM_COLUMNS.items() if c in claims}
-    return [(statement, part[list(columns)].rename(columns=columns).reset_index(drop=True))
-            for statement, part in claims.groupby("claim (paper)", sort=False)]
+    optional = [c for c in ("seed spread", "seeds (first/second)") if c in columns]  # single-seed rows have none
+
+    def narrow(part):
+        empty = [c for c in optional if part[c].isna().all()]
+        return part[[c for c in columns if c not in empty]].rename(columns=columns).reset_index(drop=True)
+
+    return [(statement, narrow(part)) for statement, part in claims.groupby("claim (paper)", sort=False)]

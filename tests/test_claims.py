@@ -347,9 +347,24 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     short, legend = ledger.scale_legend(pd.concat([rows, rows.assign(scale="another scale")]))
     assert short["scale"].tolist() == ["S1"] * len(rows) + ["S2"] * len(rows)
     assert legend == [f"S1: {rows['scale'].iloc[0]}", "S2: another scale"] and rows["scale"].nunique() == 1
+    tests, legend = ledger.scale_legend(rows.assign(test=["a", "b"] * (len(rows) // 2) + ["a"] * (len(rows) % 2)), "T", "test")
+    assert tests["test"].tolist()[:2] == ["T1", "T2"] and legend == ["T1: a", "T2: b"] and len(rows) > 1
     assert "Qwen2.5-0.5B: +4.50" in ledger._quoted_gain("prompteol", "edge/2")
     assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
 
+
+def test_the_ledgers_paper_view_states_each_statement_once_over_its_rows():
+    from repro.book import ledger
+
+    rows = pd.DataFrame({"claim": ["A [STS, 5 vs 1]", "B (paper: 1 vs 2)", "A [Retrieval, 5 vs 1]", "B (paper: 1 vs 2)"],
+                         "scale": ["S1", "S1", "S1", "S2"], "paper (quoted)": [ledger.NOT_QUOTED, "83.2", ledger.NOT_QUOTED,
+                                                                             "83.2"], "verdict": list("abcd")})
+    view = ledger.paper_view(rows)
+    assert view.index.tolist() == [("A", "STS, 5 vs 1"), ("A", "Retrieval, 5 vs 1"), ("B (paper: 1 vs 2)", ""),
+                                   ("B (paper: 1 vs 2)", "")]  # grouped in order of first appearance, rows kept
+    assert view["verdict"].tolist() == list("acbd") and view["paper (quoted)"].tolist() == ["-", "-", "83.2", "83.2"]
+    assert "rowspan=\"2\"" in view.to_html()  # the page states each statement once
+    assert "paper (quoted)" not in ledger.paper_view(rows.assign(**{"paper (quoted)": ledger.NOT_QUOTED})).columns
 
 def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     from repro.book import ledger

@@ -287,8 +287,25 @@ def describe_scales(profile: str = "standard") -> str:
     return "; ".join(f"'{s}': {suite_caps_text(s)}" for s in suites)
 
 
-def scale_legend(rows: pd.DataFrame, prefix: str = "S") -> tuple[pd.DataFrame, list[str]]:
-    """A paper's rows with each distinct scale replaced by a short id (``S1``, ``S2``... in order of first
-    appearance), and the legend lines (``"S1: <scale>"``): a scale shared by many rows is stated once."""
-    ids = {scale: f"{prefix}{i + 1}" for i, scale in enumerate(dict.fromkeys(rows["scale"]))}
-    return rows.assign(scale=rows["scale"].map(ids)), [f"{i}: {scale}" for scale, i in ids.items()]
+def scale_legend(rows: pd.DataFrame, prefix: str = "S", column: str = "scale") -> tuple[pd.DataFrame, list[str]]:
+    """A paper's rows with each distinct value of ``column`` (its scale; or its test, prefix ``T``) replaced by a
+    short id (``S1``, ``S2``... in order of first appearance), and the legend lines (``"S1: <scale>"``): a value
+    shared by many rows is stated once."""
+    ids = {value: f"{prefix}{i + 1}" for i, value in enumerate(dict.fromkeys(rows[column]))}
+    return rows.assign(**{column: rows[column].map(ids)}), [f"{i}: {value}" for value, i in ids.items()]
+
+
+def paper_view(rows: pd.DataFrame) -> pd.DataFrame:
+    """A paper's rows as the page shows them: indexed by (statement, comparison), each statement's rows together in
+    order of its first appearance, so that rendered with a sparse index the page states each statement once, over
+    its rows. A row's claim is the statement it tests followed by what the row compares in brackets (``"model 5 is
+    good on STS [STS, 5 vs 1]"``; empty when the scale alone tells rows apart). A paper number the book does not
+    quote shows as "-", and the column goes when the book quotes none of the paper's numbers."""
+    parts = rows["claim"].str.extract(r"^(?P<statement>.*?)(?: \[(?P<comparison>[^\[\]]*)\])?$")
+    order = {statement: i for i, statement in enumerate(dict.fromkeys(parts["statement"]))}
+    frame = rows.drop(columns="claim").assign(statement=parts["statement"], comparison=parts["comparison"].fillna(""))
+    quoted = frame["paper (quoted)"].ne(NOT_QUOTED)
+    frame = frame.assign(**{"paper (quoted)": frame["paper (quoted)"].where(quoted, "-")}) if quoted.any() \
+        else frame.drop(columns="paper (quoted)")
+    frame = frame.iloc[frame["statement"].map(order).argsort(kind="stable")]
+    return frame.set_index(["statement", "comparison"])

@@ -349,6 +349,9 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert legend == [f"S1: {rows['scale'].iloc[0]}", "S2: another scale"] and rows["scale"].nunique() == 1
     tests, legend = ledger.scale_legend(rows.assign(test=["a", "b"] * (len(rows) // 2) + ["a"] * (len(rows) % 2)), "T", "test")
     assert tests["test"].tolist()[:2] == ["T1", "T2"] and legend == ["T1: a", "T2: b"] and len(rows) > 1
+    quoted, legend = ledger.scale_legend(rows.assign(q=[ledger.NOT_QUOTED] + ["x"] * (len(rows) - 1)), "Q", "q",
+                                         keep=(ledger.NOT_QUOTED,))
+    assert quoted["q"].tolist()[:2] == [ledger.NOT_QUOTED, "Q1"] and legend == ["Q1: x"]
     assert "Qwen2.5-0.5B: +4.50" in ledger._quoted_gain("prompteol", "edge/2")
     assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
 

@@ -287,12 +287,14 @@ def describe_scales(profile: str = "standard") -> str:
     return "; ".join(f"'{s}': {suite_caps_text(s)}" for s in suites)
 
 
-def scale_legend(rows: pd.DataFrame, prefix: str = "S", column: str = "scale") -> tuple[pd.DataFrame, list[str]]:
-    """A paper's rows with each distinct value of ``column`` (its scale; or its test, prefix ``T``) replaced by a
-    short id (``S1``, ``S2``... in order of first appearance), and the legend lines (``"S1: <scale>"``): a value
-    shared by many rows is stated once."""
-    ids = {value: f"{prefix}{i + 1}" for i, value in enumerate(dict.fromkeys(rows[column]))}
-    return rows.assign(**{column: rows[column].map(ids)}), [f"{i}: {value}" for value, i in ids.items()]
+def scale_legend(rows: pd.DataFrame, prefix: str = "S", column: str = "scale",
+                 keep: tuple = ()) -> tuple[pd.DataFrame, list[str]]:
+    """A paper's rows with each distinct value of ``column`` (its scale; or its test, prefix ``T``; or the paper's
+    quoted number, ``Q``) replaced by a short id (``S1``, ``S2``... in order of first appearance), and the legend
+    lines (``"S1: <scale>"``): a value shared by many rows is stated once. Values in ``keep`` stay as they are."""
+    values = [v for v in dict.fromkeys(rows[column]) if v not in keep]
+    ids = {value: f"{prefix}{i + 1}" for i, value in enumerate(values)}
+    return rows.assign(**{column: rows[column].map(lambda v: ids.get(v, v))}), [f"{i}: {v}" for v, i in ids.items()]
 
 
 def paper_view(rows: pd.DataFrame) -> pd.DataFrame:

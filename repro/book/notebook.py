@@ -93,15 +93,16 @@ CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "catego
 
 def claims_view(claims):
     """A claims table (:func:`repro.core.comparison.claims_table` and its seeded forms) as one narrow table per
-    statement, so the verdict is visible without scrolling: ``[(statement, table)]``, each table the comparison,
-    the test's result and the verdict under short headers (columns it lacks are skipped, and the seed columns where
-    every row of the statement has none). The page shows the full table (means, bootstrap CI, test) in a collapsed
-    output."""
+    statement, so the verdict is visible without scrolling: ``[(statement, table)]``, each table indexed by the
+    page (where the claims have one) or the comparison, then the test's result and the verdict under short
+    headers (columns it lacks are skipped, and the seed columns where every row of the statement has none). The
+    page shows the full table (means, bootstrap CI, test) in a collapsed output."""
     columns = {c: short for c, short in CLAIM_COLUMNS.items() if c in claims}
     optional = [c for c in ("seed spread", "seeds (first/second)") if c in columns]  # single-seed rows have none
 
     def narrow(part):
         empty = [c for c in optional if part[c].isna().all()]
-        return part[[c for c in columns if c not in empty]].rename(columns=columns).reset_index(drop=True)
+        table = part[[c for c in columns if c not in empty]].rename(columns=columns)
+        return table.set_index(table.columns[0]).rename_axis(None)  # the page (or comparison) labels a row
 
     return [(statement, narrow(part)) for statement, part in claims.groupby("claim (paper)", sort=False)]

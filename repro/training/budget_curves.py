@@ -67,7 +67,8 @@ def curve_steps(curve: tuple[pd.DataFrame, dict]) -> dict[int, int]:
 def budget_comparison(curve_a: tuple[pd.DataFrame, dict], curve_b: tuple[pd.DataFrame, dict],
                       n_resamples: int = 500) -> pd.DataFrame:
     """At each budget step both runs were scored at: the mean difference a - b over tasks, the Wilcoxon over
-    tasks (sign and p), and the in-task paired tests counted (a better / b better / not significant). The
+    tasks (sign and p), and the in-task paired tests counted (columns ``in-task: a better``, ``in-task: b better``
+    and ``in-task: n.s.``, the tasks where neither is significantly better). The
     budget steps are the shared grid; a run's dev-selected step is compared at its own step if the other has it."""
     (fa, ra), (fb, rb) = curve_a, curve_b
     if fa.empty or fb.empty:
@@ -81,11 +82,11 @@ def budget_comparison(curve_a: tuple[pd.DataFrame, dict], curve_b: tuple[pd.Data
         inside = [paired_test(ra[(step, t)], rb[(step, t)], n_resamples)["verdict"] for t in common]
         rows.append({"budget step": step, "examples": int(pa["examples"].iloc[0]), "tasks": len(common),
                      f"mean {a}": pa.loc[common, "score"].mean(), f"mean {b}": pb.loc[common, "score"].mean(),
-                     "difference": test["mean_difference"], "p (Wilcoxon over tasks)": test["p"],
+                     "difference": test["mean_difference"], "p (over tasks)": test["p"],
                      "over tasks": test["verdict"].replace("first", str(a)).replace("second", str(b)),
-                     f"tasks where {a} is better (in-task test)": inside.count("first better"),
-                     f"tasks where {b} is better (in-task test)": inside.count("second better"),
-                     "tasks not significant": sum(v not in ("first better", "second better") for v in inside)})
+                     f"in-task: {a} better": inside.count("first better"),
+                     f"in-task: {b} better": inside.count("second better"),
+                     "in-task: n.s.": sum(v not in ("first better", "second better") for v in inside)})
     return pd.DataFrame(rows)
 
 

@@ -135,3 +135,24 @@ def test_in_task_tests_name_a_score_without_units_untestable():
     table = in_task_tests(records, "m", "n", n_resamples=50).set_index("task")
     assert table.loc["SciFact", "verdict"] == "untestable (no per-unit data stored)"
     assert np.isnan(table.loc["SciFact", "difference"]) and np.isfinite(table.loc["STS17", "difference"])
+
+
+def test_budget_comparison_counts_every_task_once_at_each_budget_both_curves_share():
+    import pandas as pd
+
+    from repro.training.budget_curves import budget_comparison, budget_verdict, task_frame
+
+    _, a = _scores("a")
+    _, b = _scores("b")
+
+    def curve(records, label, steps):
+        frame = pd.concat([task_frame(records, model=label, budget_step=s, examples=16 * s) for s in steps])
+        return frame, {(s, t): r for s in steps for t, r in records.items()}
+
+    table = budget_comparison(curve(a, 1, [30, 60, 120]), curve(b, 5, [60, 120, 240]), n_resamples=50)
+    assert list(table["budget step"]) == [60, 120] and list(table["examples"]) == [960, 1920]
+    inside = ["in-task: 1 better", "in-task: 5 better", "in-task: n.s."]
+    assert (table[inside].sum(axis=1) == len(TASKS)).all() and (table["tasks"] == len(TASKS)).all()
+    same = budget_comparison(curve(a, 1, [30]), curve(a, 5, [30]), n_resamples=50)
+    assert same["in-task: n.s."].iloc[0] == len(TASKS) and same["difference"].iloc[0] == 0
+    assert "never significant" in budget_verdict(same)

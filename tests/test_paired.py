@@ -138,16 +138,13 @@ def test_in_task_tests_name_a_score_without_units_untestable():
 
 
 def test_budget_comparison_counts_every_task_once_at_each_budget_both_curves_share():
-    import pandas as pd
-
-    from repro.training.budget_curves import budget_comparison, budget_verdict, task_frame
+    from repro.training.budget_curves import budget_comparison, budget_verdict, flat_curve
 
     _, a = _scores("a")
     _, b = _scores("b")
 
-    def curve(records, label, steps):
-        frame = pd.concat([task_frame(records, model=label, budget_step=s, examples=16 * s) for s in steps])
-        return frame, {(s, t): r for s in steps for t, r in records.items()}
+    def curve(records, label, steps):  # the same stored scores at every step (16 examples a step)
+        return flat_curve(records, {s: 16 * s for s in steps}, label)
 
     table = budget_comparison(curve(a, 1, [30, 60, 120]), curve(b, 5, [60, 120, 240]), n_resamples=50)
     assert list(table["budget step"]) == [60, 120] and list(table["examples"]) == [960, 1920]

@@ -1,19 +1,23 @@
-"""The claims ledger: every claim of the three papers the book tests, one row each, from each paper's claims
-module on the stored results of the page that tests it (the pages' own parameters, :mod:`repro.book.pages`).
+"""The claims ledger: every claim of the three papers the book tests, from each paper's claims module on the stored
+results of the page that tests it (the pages' own parameters, :mod:`repro.book.pages`).
 
-Columns: paper, claim, scale (what the verdict was computed on), ours (the difference the test is about,
-points x100), paper (quoted, with its source), test, statistic, verdict, page. Nothing here is typed: each
-verdict is the claims module's, and a quoted number comes from the paper's ``quoted`` module or from the claim
-text the claims module gives. Verdicts are "supported", "contradicted", "not supported (no significant
-difference)", "inconclusive (...)", "untestable" or "missing results" (as the claims modules define them); a
-verdict from one training seed whose spread is unmeasured carries "(one seed: spread unknown)".
+Two levels. A **comparison** row (:func:`claims_ledger`) is one test: a statement's two sides in one category, on
+one backbone or run, with its raw p and the Benjamini-Hochberg p adjusted over every current comparison of the
+ledger as one family; its verdict is decided at the adjusted p (:mod:`repro.core.verdicts`). A **statement**
+(:func:`statements`) is one sentence of a paper, in its words, with one verdict from its comparisons: supported if
+every comparison is, contradicted if any is, inconclusive otherwise (a statement of existence, "not always",
+is supported by any one). Statements are tiered: **headline** (the abstract and main tables) and **ablation**
+(ablations, hyperparameters, robustness checks); counts are per tier. Rows of superseded runs (the earlier fixed
+training budget, the single-run Tables page of Paper 3) are history (:func:`history`), never counted.
+Nothing here is typed: each verdict is the engine's, and a quoted number comes from the paper's ``quoted`` module
+or from the claim text the claims module gives.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, measured_spread
+from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims
 from repro.autoregembed.claims import table_claims as p3_claims
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments import search as p3_search
@@ -22,11 +26,20 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.book.pages import page_parameters
-from repro.core.comparison import DISAGREE, claims_table, per_task_scores
-from repro.core.seeds import ONE_SEED, held_to_spread, one_seed, seeded_claims
+from repro.core.comparison import DISAGREE, claims_table, per_task_scores, with_adjusted_p
+from repro.core.seeds import one_seed, seeded_claims
 from repro.core.stats import UNSETTLED
 from repro.core.suites import suite_caps_text
-from repro.embedfilter.claims import best_variant_tests, tests_against_raw
+from repro.core.verdicts import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    SUPPORTED,
+    TASKS_TEST,
+    adjusted_verdict,
+    is_tested,
+    statement_verdict,
+)
+from repro.embedfilter.claims import best_variant_tests, tests_against
 from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
 from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
@@ -37,11 +50,15 @@ from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.layerwise import layerwise
 from repro.pooling_attention.trained import CAP, converged_config, evaluate_models
 
-COLUMNS = ["paper", "claim", "scale", "ours", "paper (quoted)", "test", "statistic", "verdict", "page"]
+COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
+           "margin side", "verdict", "page", "current"]
+HEADLINE, ABLATION = "headline", "ablation"
 PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
           2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
           3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
-WILCOXON = "Wilcoxon over tasks"  # signed-rank, two-sided, p < 0.05 (the page's prose says so once)
+WILCOXON = TASKS_TEST  # deterministic methods: tasks are the units
+LAST_LAYER = "the last layer is not always the best (Figure 2)"
+ANY = {LAST_LAYER}  # statements of existence: supported by any one of their comparisons
 NOT_QUOTED = "not quoted in the book"
 # "edge is the best" needs a significant win over every other variant: short of that, say which way it falls short
 VERDICTS = {"not supported at this scale": "not supported (not significantly better than every other variant)"}
@@ -51,19 +68,24 @@ def _fmt_p(p) -> str:
     return "" if p is None or pd.isna(p) else f"p = {float(p):.4f}"
 
 
-def _from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: str = WILCOXON,
-                 quoted: pd.Series | None = None) -> pd.DataFrame:
-    """Rows of a :func:`repro.core.comparison.claims_table`-shaped frame (the shared claim schema)."""
+def _from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: str | None = None,
+                 quoted: pd.Series | None = None, tier: str = HEADLINE, current: bool = True) -> pd.DataFrame:
+    """Rows of a :func:`repro.core.comparison.claims_table`-shaped frame (the shared claim schema); ``test``
+    defaults to each row's own test name; ``current`` False marks a superseded run's rows (history)."""
     if claims.empty:
         return pd.DataFrame(columns=COLUMNS)
     where = [", ".join(str(x) for x in (category, comparison) if x is not None and not pd.isna(x) and x != "all")
              for category, comparison in zip(claims["category"], claims.get("comparison", [None] * len(claims)))]
     claim = claims["claim (paper)"] + pd.Series([f" [{w}]" if w else "" for w in where], index=claims.index)
+    p = claims["p"] if "p" in claims else claims["p (Wilcoxon)"]
+    units = claims["units"] if "units" in claims else claims["paired"].astype(str) + " paired"
     return pd.DataFrame({
-        "paper": PAPERS[paper], "claim": claim, "scale": scale, "ours": claims["difference"].round(2),
-        "paper (quoted)": quoted if quoted is not None else NOT_QUOTED, "test": test,
-        "statistic": claims["p (Wilcoxon)"].map(_fmt_p) + ", " + claims["paired"].astype(str) + " paired",
-        "verdict": claims["verdict at our scale"], "page": page})
+        "paper": PAPERS[paper], "claim": claim, "tier": tier, "scale": scale, "ours": claims["difference"].round(2),
+        "paper (quoted)": quoted if quoted is not None else NOT_QUOTED,
+        "test": test if test is not None else claims.get("test", WILCOXON),
+        "statistic": p.map(_fmt_p) + ", " + units.astype(str), "expected": claims.get("expected", "better"),
+        "p": p.astype(float), "margin side": claims.get("margin side", ""),
+        "verdict": claims["verdict at our scale"], "page": page, "current": current})
 
 
 def _fixed_budget(params: dict) -> dict:
@@ -85,24 +107,23 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     scores["score"] = scores["main_score"] * 100
     layers = best_vs_last_layer(scores)
     for _, r in layers[layers.category == "all tasks"].iterrows():
-        differs = r["best layer"] != r["last layer"]
-        verdict = ("supported" if differs and r["verdict"] == "significant: first better" else
-                   DISAGREE if r["verdict"] == UNSETTLED else
-                   "untestable" if str(r["verdict"]).startswith("untestable") else
-                   "not supported (no significant difference)")
-        rows.append({"paper": PAPERS[1], "claim": "the last layer is not always the best (Figure 2)",
+        difference = round(r["best score"] - r["last score"], 2)
+        verdict = (DISAGREE if r["verdict"] == UNSETTLED else "untestable" if str(r["verdict"]).startswith("untestable")
+                   else adjusted_verdict(INCONCLUSIVE, "better", difference, "", r["p (Wilcoxon)"]))
+        rows.append({"paper": PAPERS[1], "claim": f"{LAST_LAYER} [{r['backbone']}]", "tier": HEADLINE,
                      "scale": f"{r['backbone']}, EOS pooling, {r['tasks']} tasks, '{fig['suite']}' suite",
-                     "ours": round(r["best score"] - r["last score"], 2), "paper (quoted)": NOT_QUOTED,
-                     "test": WILCOXON, "statistic": f"p = {r['p (Wilcoxon)']:.4f}, best layer {r['best layer']} "
-                                                    f"vs last {r['last layer']}",
-                     "verdict": verdict, "page": "p1_layerwise_mteb"})
+                     "ours": difference, "paper (quoted)": NOT_QUOTED, "test": WILCOXON,
+                     "statistic": f"p = {r['p (Wilcoxon)']:.4f}, best layer {r['best layer']} vs last {r['last layer']}",
+                     "expected": "better", "p": float(r["p (Wilcoxon)"]), "margin side": "", "verdict": verdict,
+                     "page": "p1_layerwise_mteb", "current": True})
     t = page_parameters("p1_tables", profile)
     backbone = t["backbones"][0]
     train = _fixed_budget(t)
     wide = per_task_scores(evaluate_models(backbone, t["models"], t["suite"], t["tasks"], recompute, **train))
     scale = (f"{backbone}, models {t['models']}, {t['steps']} steps x {t['batch_size']} SNLI triplets (the earlier "
              f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
-    parts = [pd.DataFrame(rows, columns=COLUMNS), _from_claims(1, one_seed(p1_claims(wide)), scale, "p1_tables")]
+    parts = [pd.DataFrame(rows, columns=COLUMNS),
+             _from_claims(1, one_seed(p1_claims(wide)), scale, "p1_tables", current=False)]
     # the same claims under the declared budget rule, for the pairs of models with converged runs stored
     parts.append(_converged_rows(backbone, converged_scores(backbone, t["models"])[0], TABLE_CLAIMS, "compact"))
     return pd.concat(parts + table5_rows(profile, recompute), ignore_index=True)
@@ -119,19 +140,19 @@ def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.D
     earlier = one_seed(claims_table(wide, present_claims(ROBUSTNESS_CLAIMS, r["models"])))
     scale = (f"{r['backbone']}, models {r['models']}, {r['steps']} steps x {r['batch_size']} SNLI triplets (the "
              f"earlier fixed budget), seed {r['seed']}, {len(wide)} tasks, '{r['suite']}' suite")
-    parts = [_from_claims(1, earlier, scale, "p1_robustness")]
+    parts = [_from_claims(1, earlier, scale, "p1_robustness", tier=ABLATION, current=False)]
     c = page_parameters("p1_converged", profile)
     for backbone in [b for b in c["backbones"] if b in c.get("table5_backbones", [])]:
         models = [m for m in c.get("backbone_models", {}).get(backbone, c["models"]) if m in c["models"]]
         tasks = c.get("backbone_tasks", {}).get(backbone)
         frame, _ = converged_scores(backbone, models, c["seeds"], c["suite"], tasks)
-        parts.append(_converged_rows(backbone, frame, ROBUSTNESS_CLAIMS, c["suite"]))
+        parts.append(_converged_rows(backbone, frame, ROBUSTNESS_CLAIMS, c["suite"], tier=ABLATION))
     return parts
 
 
-def _converged_rows(backbone: str, frame: pd.DataFrame, statements, suite: str) -> pd.DataFrame:
-    """``statements`` about the models with converged runs in ``frame`` (:func:`converged_scores`), judged
-    seed-averaged and held to the seed spread; no row for a statement whose two models are not both stored."""
+def _converged_rows(backbone: str, frame: pd.DataFrame, statements, suite: str, tier: str = HEADLINE) -> pd.DataFrame:
+    """``statements`` about the models with converged runs in ``frame`` (:func:`converged_scores`), judged with
+    the runs as units; no row for a statement whose two models are not both stored."""
     claims = present_claims(statements, set(frame["model"]) if len(frame) else set())
     if not claims:
         return pd.DataFrame(columns=COLUMNS)
@@ -139,8 +160,7 @@ def _converged_rows(backbone: str, frame: pd.DataFrame, statements, suite: str) 
     example = converged_config(backbone, claims[0][1], 0)
     scale = (f"{backbone}, converged runs (budget rule, cap {CAP} x {example.batch_size}, training data "
              f"`{example.data}`), seeds per model ({per_model}), {frame['task'].nunique()} tasks, '{suite}' suite")
-    return _from_claims(1, seeded_claims(frame, claims), scale, "p1_converged",
-                        test=WILCOXON + ", seed-averaged, held to the seed spread")
+    return _from_claims(1, seeded_claims(frame, claims), scale, "p1_converged", tier=tier)
 
 
 def _quoted_gain(prompt: str, variant: str) -> str:
@@ -165,38 +185,45 @@ def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFra
     return loaded[key], variants
 
 
+EDGE_IMPROVES = "EmbedFilter (edge, ratio 2) improves on the raw embedding, across backbones and prompts"
+EDGE_BEST = "edge is the best ratio-2 filter (against the other filters and the baselines)"
+
+
+def _p2_row(claim: str, r, scale: str, quoted: str, page: str, tier: str) -> dict:
+    """One Paper 2 comparison (a :func:`repro.embedfilter.claims.tests_against` row: deterministic, tasks as
+    units) in the ledger's columns; the verdict is the engine's on the row's Wilcoxon p."""
+    test = str(r["verdict"])
+    difference = float(r["mean difference"])
+    verdict = (DISAGREE if test == UNSETTLED else "untestable" if test.startswith("untestable")
+               else adjusted_verdict(INCONCLUSIVE, "better", difference, "", r["p (Wilcoxon)"]))
+    return {"paper": PAPERS[2], "claim": claim, "tier": tier, "scale": scale, "ours": round(difference, 2),
+            "paper (quoted)": quoted, "test": WILCOXON,
+            "statistic": f"p = {r['p (Wilcoxon)']:.4f}, {r['wins']} wins / {r['losses']} losses", "expected": "better",
+            "p": float(r["p (Wilcoxon)"]), "margin side": "", "verdict": verdict, "page": page, "current": True}
+
+
 def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
-    """The main table (edge/2 against raw, per backbone x prompt) and the filter-type ablation (edge/2 is the
-    best ratio-2 filter)."""
+    """The main table (edge/2 against raw, one comparison per backbone x prompt) and the filter-type ablation
+    (edge/2 against every other ratio-2 filter and baseline, per backbone x prompt)."""
     rows, loaded = [], {}
     main = page_parameters("p2_main_table", profile)
     scores, _ = _page_sweep(main, recompute, loaded)
-    for _, r in tests_against_raw(scores, ["edge/2"]).iterrows():
-        test = str(r["verdict"])
-        verdict = ("supported" if test == "significant: edge/2 better" else
-                   "contradicted" if test.startswith("significant") else DISAGREE if test == UNSETTLED else
-                   "untestable" if test.startswith("untestable") else "not supported (no significant difference)")
-        rows.append({"paper": PAPERS[2], "claim": "EmbedFilter (edge, ratio 2) improves on the raw embedding",
-                     "scale": f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{main['suite']}' suite",
-                     "ours": r["mean difference vs raw"], "paper (quoted)": _quoted_gain(r["prompt"], "edge/2"),
-                     "test": WILCOXON, "statistic": f"p = {r['p (Wilcoxon)']:.4f}, {r['wins']} wins / "
-                                                    f"{r['losses']} losses",
-                     "verdict": verdict, "page": "p2_main_table"})
+    for _, r in tests_against(scores, ["edge/2"], "raw").iterrows():
+        rows.append(_p2_row(f"{EDGE_IMPROVES} [{r['backbone']}, {r['prompt']}]", r,
+                            f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{main['suite']}' suite",
+                            _quoted_gain(r["prompt"], "edge/2"), "p2_main_table", HEADLINE))
     types = page_parameters("p2_filter_types", profile)
     scores, variants = _page_sweep(types, recompute, loaded)  # (the main table's, when the pages share a grid)
     ablation = ["raw"] + [v for v in variants if v.endswith("/2")]
-    _, summary = best_variant_tests(scores, "edge/2", ablation)
+    tests, _ = best_variant_tests(scores, "edge/2", ablation)
     others = {k: v for k, v in PAPER_ABLATION.items() if k != "edge/2"}
     runner_up = max(others, key=others.get)
-    for (b, p), r in summary.iterrows():
-        rows.append({"paper": PAPERS[2], "claim": "edge is the best ratio-2 filter (against the other filters and "
-                     "the baselines)", "scale": f"{b}, {p}, {scores.task.nunique()} tasks, '{types['suite']}' suite",
-                     "ours": f"significantly better than {r.significantly_better} of {r.compared}, worse than "
-                             f"{r.significantly_worse}",
-                     "paper (quoted)": f"edge/2 {PAPER_ABLATION['edge/2']} vs the next best {runner_up} "
-                                       f"{others[runner_up]} (Qwen2.5-0.5B, PromptEOL, ablation subset; {P2_SOURCE})",
-                     "test": WILCOXON + ", against each other variant", "statistic": "",
-                     "verdict": VERDICTS.get(r.iloc[-1], r.iloc[-1]), "page": "p2_filter_types"})
+    quoted = (f"edge/2 {PAPER_ABLATION['edge/2']} vs the next best {runner_up} {others[runner_up]} (Qwen2.5-0.5B, "
+              f"PromptEOL, ablation subset; {P2_SOURCE})")
+    for _, r in tests.iterrows():
+        rows.append(_p2_row(f"{EDGE_BEST} [{r['backbone']}, {r['prompt']}, vs {r['against']}]", r,
+                            f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{types['suite']}' suite", quoted,
+                            "p2_filter_types", ABLATION))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -210,36 +237,39 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     flat = data_efficiency_references(base_d, d["references"], d["suite"], d["tasks"], recompute=recompute)
     variants = per_task_scores(ablation_scores(base_a, a["variants"], a["temperatures"], a["betas"], a["suite"],
                                                a["tasks"], recompute=recompute), column="variant")
-    spread, _ = measured_spread(curve)  # one seed per run: held to AutoRegEmbed's measured seed spread
-    held = WILCOXON + (f", held to AutoRegEmbed's seed spread on the data-efficiency curve ({spread:.2f})"
-                       if spread == spread else ", one seed (spread unmeasured)")
-    ablations = held_to_spread(ablation_claims(variants), spread)
+    held = WILCOXON + ", one training run per method: descriptive, no verdict"
+    ablations = one_seed(ablation_claims(variants))
     quoted_ablation = ablations["paper (quoted STS average)"].map(
         lambda v: NOT_QUOTED if pd.isna(v) else f"{v} (STS average of the variant, quoted from the paper)")
-    grid = held_to_spread(grid_claims(variants, (base_a.temperature, base_a.beta)), spread)
+    grid = one_seed(grid_claims(variants, (base_a.temperature, base_a.beta)))
     quoted_grid = (grid["claim (paper)"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
                                              if "Appendix F:" in c else NOT_QUOTED) if len(grid) else None)
     step = f"{base_t.steps} stage-2 steps x {base_t.batch_size} triplets, seed {base_t.seed}"
+    converged = paper3_converged_rows(profile)
+    tables = one_seed(p3_claims(wide))
+    # a statement the budget rule's runs test supersedes the single-run Tables page's rows of it
+    superseded = tables["claim (paper)"].isin(set(converged["claim"].map(statement_of)))
     parts = [
-        _from_claims(3, held_to_spread(p3_claims(wide), spread), f"{base_t.backbone}, {step}, '{t['suite']}' suite",
-                     "p3_tables", test=held,
-                     quoted="in the claim text (quoted from the paper's Tables 1-2)"),
+        _from_claims(3, tables[superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
+                     test=held, quoted="in the claim text (quoted from the paper's Tables 1-2)", current=False),
+        _from_claims(3, tables[~superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
+                     test=held, quoted="in the claim text (quoted from the paper's Tables 1-2)"),
         _from_claims(3, data_efficiency_claims(curve, references=flat),
                      f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
-                     "p3_data_efficiency", test="Wilcoxon over (size, seed) points"),
+                     "p3_data_efficiency"),
         _from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, "
-                     f"'{a['suite']}' suite", "p3_ablations", test=held, quoted=quoted_ablation),
+                     f"'{a['suite']}' suite", "p3_ablations", test=held, quoted=quoted_ablation, tier=ABLATION),
         _from_claims(3, grid, f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
                             f"{base_a.seed}, '{a['suite']}' suite", "p3_ablations",
-                     test=held, quoted=quoted_grid),
-        paper3_converged_rows(profile),
+                     test=held, quoted=quoted_grid, tier=ABLATION),
+        converged,
     ]
     return pd.concat(parts, ignore_index=True)
 
 
 def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
     """Tables 1-2's stage-2 claims under the budget rule (page ``p3_converged``), once the dev-selected
-    configurations are scored: seed-averaged, held to the seed spread; no rows before."""
+    configurations are scored: the runs as units; no rows before."""
     c = page_parameters("p3_converged", profile)
     base = p3_search.base_config(c["backbone"])
     frame, _ = p3_converged.final_scores(base, c["seeds"], c["suite"])
@@ -255,29 +285,90 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
     if start:  # AutoRegEmbed is then its stage 1: a difference of 0 from compression only by construction
         scale += (f"; at AutoRegEmbed's seed{'s' if len(start) > 1 else ''} {', '.join(map(str, start))} dev "
                   "selected step 0, the stage-1 encoder")
-    return _from_claims(3, seeded_claims(frame, claims), scale, "p3_converged",
-                        test=WILCOXON + ", seed-averaged, held to the seed spread")
+    return _from_claims(3, seeded_claims(frame, claims), scale, "p3_converged")
 
 
-def claims_ledger(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
-    """Every tested claim of the three papers (:data:`COLUMNS`), read from the stored results of the pages
-    (``recompute``: the pages' results computed again, as their own ``recompute`` parameter)."""
+def all_comparisons(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """Every comparison row of the three papers (:data:`COLUMNS`), current and superseded, with their verdicts
+    at the raw p, read from the stored results of the pages (``recompute``: the pages' results computed again)."""
     return pd.concat([paper1_rows(profile, recompute), paper2_rows(profile, recompute),
                       paper3_rows(profile, recompute)], ignore_index=True)
 
 
-def verdict_counts(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per paper: how many claims got each verdict."""
-    return ledger.groupby(["paper", "verdict"]).size().unstack(fill_value=0)
+def adjusted(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with "p (BH)": Benjamini-Hochberg over every tested row as one family, and each tested verdict
+    decided again at its adjusted p (:func:`repro.core.comparison.with_adjusted_p`)."""
+    frame = rows.rename(columns={"verdict": "verdict at our scale", "ours": "difference"})
+    frame = frame.assign(comparison=frame["claim"], category=frame["scale"],
+                         paired=frame["statistic"], **{"p": frame["p"].astype(float)})
+    out = with_adjusted_p(frame).rename(columns={"verdict at our scale": "verdict", "difference": "ours",
+                                                 "p (BH-adjusted)": "p (BH)"})
+    return out.drop(columns=["comparison", "category", "paired"])
+
+
+def claims_ledger(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """The current comparisons of the three papers (superseded runs left out: :func:`history`), with raw and
+    Benjamini-Hochberg adjusted p over the whole ledger as one family, and verdicts at the adjusted p."""
+    rows = all_comparisons(profile, recompute)
+    return adjusted(rows[rows["current"].astype(bool)]).reset_index(drop=True)
+
+
+def statement_of(claim: str) -> str:
+    """The paper's statement a comparison row tests: its claim without the bracketed comparison."""
+    return claim.split(" [")[0]
+
+
+def statements(ledger: pd.DataFrame) -> pd.DataFrame:
+    """One row per paper statement: its tier, its comparisons, the range of their differences, the largest
+    adjusted p, and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
+    supported by any one supported comparison)."""
+    rows = []
+    frame = ledger.assign(statement=ledger["claim"].map(statement_of))
+    for (paper, statement), part in frame.groupby(["paper", "statement"], sort=False):
+        verdicts = part["verdict"].tolist()
+        if statement in ANY:  # "not always": one supported comparison shows it; all contradicted refute it
+            verdict = (SUPPORTED if SUPPORTED in verdicts else CONTRADICTED if set(verdicts) == {CONTRADICTED}
+                       else statement_verdict([v for v in verdicts if v != CONTRADICTED]))
+        else:
+            verdict = statement_verdict(verdicts)
+        ours = pd.to_numeric(part["ours"], errors="coerce")
+        rows.append({"paper": paper, "statement": statement, "tier": part["tier"].iloc[0],
+                     "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
+                                                        f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
+                     else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
+                     "largest p (BH)": part["p (BH)"].max(), "verdict": verdict,
+                     "pages": ", ".join(dict.fromkeys(part["page"]))})
+    return pd.DataFrame(rows)
+
+
+def history(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """How the verdicts changed: each statement tested on a superseded run (the earlier fixed training budget,
+    Paper 3's single-run Tables page), its verdict there and its current verdict (or "not tested now")."""
+    rows = all_comparisons(profile, recompute)
+    old = rows[~rows["current"].astype(bool)]
+    # a superseded run's rows were one run per method: what its test over tasks found, at the raw p
+    old = old.assign(verdict=old["verdict"].str.replace(r"^one run per method, no verdict \(over tasks: (.*)\)$",
+                                                          r"\1", regex=True), **{"p (BH)": float("nan")})
+    old = statements(old)
+    now = statements(claims_ledger(profile, recompute)).set_index(["paper", "statement"])["verdict"]
+    if old.empty:
+        return old
+    old["current verdict"] = [now.get((p, s), "not tested now") for p, s in zip(old["paper"], old["statement"])]
+    return old[["paper", "statement", "pages", "verdict", "current verdict"]].rename(
+        columns={"verdict": "superseded (one run, over tasks)", "pages": "superseded page"})
+
+
+def verdict_counts(statements_table: pd.DataFrame) -> pd.DataFrame:
+    """Per paper and tier: how many statements got each verdict."""
+    return statements_table.groupby(["paper", "tier", "verdict"]).size().unstack(fill_value=0)
 
 
 def summary_counts(counts: pd.Series) -> dict:
-    """One paper's row of :func:`verdict_counts` as :func:`repro.book.summaries.summary_markdown`'s counts:
-    supported, tested (every verdict but untestable and missing results), supported at one seed, untestable."""
-    untestable = int(sum(n for v, n in counts.items() if str(v).startswith("untestable")))
-    missing = int(sum(n for v, n in counts.items() if str(v).startswith("missing")))
-    return {"supported": int(counts.get("supported", 0)), "tested": int(counts.sum()) - untestable - missing,
-            "one_seed": int(counts.get("supported" + ONE_SEED, 0)), "untestable": untestable}
+    """One paper's (or tier's) row of :func:`verdict_counts` as :func:`repro.book.summaries.summary_markdown`'s
+    counts: supported, tested (every verdict but untestable, missing and no-verdict ones), untestable."""
+    untested = int(sum(n for v, n in counts.items() if not is_tested(str(v))))
+    return {"supported": int(counts.get(SUPPORTED, 0)), "contradicted": int(counts.get(CONTRADICTED, 0)),
+            "tested": int(counts.sum()) - untested, "untestable": untested}
 
 
 def describe_scales(profile: str = "standard") -> str:

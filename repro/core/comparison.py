@@ -99,51 +99,42 @@ def wilcoxon_reach(task_counts: dict, alpha: float = 0.05) -> str:
     return " ".join(parts)
 
 
-EXPECTATIONS = ("better", "worse", "no gain")
 DISAGREE = "inconclusive (the mean difference and the signed ranks disagree)"
 
 
 def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = None, expected: str = "better") -> dict:
-    """A paper's claim about ``a`` vs ``b`` in ``category`` (None: every row of ``wide``), judged by the paired
-    test of :func:`compare`. ``expected``: "better" (a significantly above b), "worse" (significantly below) or
-    "no gain" (a not significantly above b). Verdict at our scale: supported / contradicted (significant the
-    other way; for "no gain": a significantly better) / not supported (no significant difference) /
-    untestable (too few paired units for p < 0.05) / missing results. A significant test that settles no direction
-    (:data:`~repro.core.stats.UNSETTLED`: the mean difference has not the sign of the signed-rank sum) is
-    :data:`DISAGREE`."""
+    """A paper's claim about deterministic methods ``a`` vs ``b`` in ``category`` (None: every row of ``wide``),
+    judged by :mod:`repro.core.verdicts` with the tasks as units: the Wilcoxon over tasks for a gain ("better",
+    "worse"), the paired t TOST over tasks against the declared margin for "no gain" and "equal". Trained methods
+    are judged with their runs as units instead (:func:`repro.core.seeds.seeded_claims`). A significant Wilcoxon
+    whose mean difference has not the sign of its signed ranks settles no direction: :data:`DISAGREE`."""
+    from repro.core.verdicts import EXPECTATIONS, claim_p, decide, margin_side, tasks_test
+
     if expected not in EXPECTATIONS:
         raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
     row = comparison_table(wide, [(a, b)], [category]).iloc[0]
-    test = row["verdict"]
-    a_better, b_better = test == f"significant: {a} better", test == f"significant: {b} better"
-    if test.startswith(("missing", "no data")):
-        verdict = "missing results"
-    elif test.startswith("untestable"):
-        verdict = "untestable"
-    elif test == UNSETTLED:
+    part = wide if category is None else wide.loc[[category]] if category in wide.index.get_level_values(0) else wide.iloc[:0]
+    test = tasks_test(part[a], part[b]) if a in part and b in part else {"untestable": "missing results",
+                                                                          "difference": np.nan}
+    verdict = decide(test, expected)
+    if row["verdict"] == UNSETTLED and expected in ("better", "worse"):
         verdict = DISAGREE
-    elif expected == "no gain":
-        verdict = "contradicted" if a_better else "supported"
-    elif (a_better and expected == "better") or (b_better and expected == "worse"):
-        verdict = "supported"
-    elif a_better or b_better:
-        verdict = "contradicted"
-    else:
-        verdict = "not supported (no significant difference)"
-    # a bootstrap over too few units to test (e.g. 2 datasets) has only a handful of resamples: no interval
-    interval = "n/a (too few paired units)" if verdict == "untestable" else row["95% CI (bootstrap)"]
+    interval = "n/a (too few paired units)" if str(verdict).startswith("untestable") else row["95% CI (bootstrap)"]
+    ci90 = test.get("90% CI", (np.nan, np.nan))
     return {"claim (paper)": claim, "comparison": row["comparison"], "category": row["category"],
             "expected": expected, "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
-            "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"],
-            "95% CI (bootstrap)": interval, "test": test, "verdict at our scale": verdict}
+            "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"], "p": claim_p(test, expected),
+            "90% CI": f"[{ci90[0]:.2f}, {ci90[1]:.2f}]" if np.isfinite(ci90[0]) else "",
+            "95% CI (bootstrap)": interval, "test": test.get("test", ""), "units": test.get("units", ""),
+            "margin side": margin_side(test, expected), "verdict at our scale": verdict, "_test": test}
 
 
 def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     """One :func:`claim_verdict` row per ``(claim, a, b, category, expected)``."""
-    return pd.DataFrame([claim_verdict(wide, *claim) for claim in claims])
+    return pd.DataFrame([claim_verdict(wide, *claim) for claim in claims]).drop(columns="_test", errors="ignore")
 
 
-def _test_keys(rows: pd.DataFrame) -> list[tuple] | None:
+def _test_keys(rows: pd.DataFrame, column: str = "p") -> list[tuple] | None:
     """One key per row naming the test it reads: the two compared models in either order, the category, the
     paired units, the p-value and the size of the difference (rows of different pages or scales that compare the
     same models differ in these); None without a comparison and a category to key on."""
@@ -152,21 +143,29 @@ def _test_keys(rows: pd.DataFrame) -> list[tuple] | None:
     size = rows["difference"].abs().round(9) if "difference" in rows else pd.Series(0.0, index=rows.index)
     paired = rows["paired"] if "paired" in rows else pd.Series(0, index=rows.index)
     return [(tuple(sorted(str(c).split(" vs "))), str(cat), n, round(float(p), 12), d)
-            for c, cat, n, p, d in zip(rows["comparison"], rows["category"], paired, rows["p (Wilcoxon)"], size)]
+            for c, cat, n, p, d in zip(rows["comparison"], rows["category"], paired, rows[column], size)]
 
 
 def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
     """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
-    (scipy.stats.false_discovery_control) over the distinct tests the rows read (not untestable or missing; a
-    verdict within the seed spread was tested too). Statements that read one test (the same two models, category,
+    (scipy.stats.false_discovery_control) over the distinct tests the rows read (not untestable, missing or a model
+    against itself), and each tested row's verdict decided again at its adjusted p
+    (:func:`repro.core.verdicts.adjusted_verdict`). Statements that read one test (the same two models, category,
     units and result, e.g. "a better than b" and "b no gain over a") count it once and share its adjusted p."""
+    from repro.core.verdicts import adjusted_verdict, is_tested
+
     out = claims.copy()
-    tested = ~out["verdict at our scale"].str.startswith(("untestable", "missing")) & out["p (Wilcoxon)"].notna()
+    column = "p" if "p" in out else "p (Wilcoxon)"
+    tested = out["verdict at our scale"].map(is_tested) & out[column].notna()
     out["p (BH-adjusted)"] = np.nan
     if tested.any():
         rows = out.loc[tested]
-        keys = _test_keys(rows) or list(range(len(rows)))
-        tests = dict(zip(keys, rows["p (Wilcoxon)"].astype(float)))  # one p per distinct test
+        keys = _test_keys(rows, column) or list(range(len(rows)))
+        tests = dict(zip(keys, rows[column].astype(float)))  # one p per distinct test
         adjusted = dict(zip(tests, false_discovery_control(list(tests.values()))))
         out.loc[tested, "p (BH-adjusted)"] = [adjusted[k] for k in keys]
+        if {"expected", "difference"} <= set(out):
+            out.loc[tested, "verdict at our scale"] = [
+                adjusted_verdict(r["verdict at our scale"], r["expected"], r["difference"], r.get("margin side"),
+                                 r["p (BH-adjusted)"]) for _, r in out.loc[tested].iterrows()]
     return out

@@ -1,10 +1,10 @@
-"""Verdicts over training seeds: the seed spread, seed-averaged scores, claims held to that spread, and the paired
-tests inside each task at a shared seed.
+"""Verdicts over training runs: the seed spread, seed-averaged scores (descriptive), claims judged with the runs as
+units (:mod:`repro.core.verdicts`), and the paired tests inside each task at a shared seed.
 
-Frames are long: one row per (model, seed, task) with ``category`` and ``score`` (x100). A claim's difference
-smaller than the larger spread of its two models is **inconclusive**, never supported or contradicted (except a
-"no gain" claim that holds: a difference within the spread is what it predicts). The in-task tests read the
-stored per-task records keyed ``(model, seed, task)``.
+Frames are long: one row per (model, seed, task) with ``category`` and ``score`` (x100). A claim about trained
+methods is tested with each training run as a replicate (Welch's t-test on per-run means); one run per method gives
+no verdict. The in-task tests (bootstraps over pairs, queries or examples) are descriptive: they say how stable a
+difference is inside one run. They read the stored per-task records keyed ``(model, seed, task)``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from repro.core.comparison import claim_verdict
 from repro.core.paired import lacks_units, paired_test
 from repro.core.tasks import TASKS
 
@@ -36,66 +35,48 @@ def seed_averaged(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.pivot_table(index=["category", "task"], columns="model", values="score", aggfunc="mean")
 
 
-TESTED = ("supported", "contradicted", "not supported (no significant difference)")
-ONE_SEED = " (one seed: spread unknown)"
+ONE_RUN_PREFIX = "one run per method, no verdict"
 
 
 def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
-    """A claims table computed from one training seed, each tested verdict marked as such (the spread, and so
-    whether the difference exceeds it, is unknown)."""
+    """A claims table computed from one training run per method: runs are the units of replication, so one run
+    gives no verdict. Each tested verdict becomes "one run per method, no verdict (over tasks: <what the test over
+    tasks found>)", descriptive only and never counted."""
+    from repro.core.verdicts import is_tested
+
     if claims.empty or "verdict at our scale" not in claims:  # no statement to mark (e.g. an empty grid)
         return claims
     claims = claims.copy()
-    verdicts = claims["verdict at our scale"]
-    claims["verdict at our scale"] = verdicts.where(~verdicts.isin(TESTED), verdicts + ONE_SEED)
-    return claims
-
-
-WITHIN = "inconclusive (within the seed spread)"
-
-
-def _held(verdict: str, difference, expected: str, spread: float) -> str:
-    """One tested verdict held to ``spread``: within it, inconclusive (a "no gain" claim that holds excepted)."""
-    if verdict not in TESTED or (expected == "no gain" and verdict == "supported"):
-        return verdict
-    return WITHIN if difference is not None and not pd.isna(difference) and abs(difference) < spread else verdict
-
-
-def held_to_spread(claims: pd.DataFrame, spread: float) -> pd.DataFrame:
-    """A claims table from one training seed per model, held to a seed ``spread`` measured at the same scale
-    elsewhere (e.g. Paper 3's data-efficiency curve): each tested difference smaller than it is "inconclusive
-    (within the seed spread)", as in :func:`seeded_claims`; NaN (no measurement): :func:`one_seed`."""
-    if spread is None or pd.isna(spread) or claims.empty or "verdict at our scale" not in claims:
-        return one_seed(claims)
-    claims = claims.copy()
-    claims["seed spread"] = float(spread)
-    claims["verdict at our scale"] = [_held(v, d, e, spread) for v, d, e in zip(
-        claims["verdict at our scale"], claims["difference"], claims["expected"])]
+    claims["verdict at our scale"] = [f"{ONE_RUN_PREFIX} (over tasks: {v})" if is_tested(v) else v
+                                      for v in claims["verdict at our scale"]]
     return claims
 
 
 def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
-    """Each ``(claim, a, b, category, expected)`` judged on seed-averaged scores (:func:`claim_verdict`, the
-    Wilcoxon over tasks), then held to the seed spread: a difference smaller than the larger of the two models'
-    spreads is "inconclusive (within the seed spread)", and a verdict from one seed says so. A "no gain" claim
-    supported (no significant gain) stays supported whatever its difference: a difference within the spread is
-    what it predicts. ``seeds``: the fewer of the two models' seed counts; ``seeds (first/second)``: both."""
-    wide, spread = seed_averaged(frame), seed_spread(frame)
+    """Each ``(claim, a, b, category, expected)`` about trained methods, judged with the training runs as units
+    (:func:`repro.core.verdicts.run_comparison`: Welch's t-test on the per-run means over the category's tasks, and
+    the margin tests for "no gain" / "equal"). ``seeds``: the fewer of the two models' runs; ``seeds
+    (first/second)``: both; ``seed spread``: the larger of the two SDs over runs of the per-run mean (descriptive)."""
+    from repro.core.verdicts import claim_p, decide, margin_side, run_comparison
+
     rows = []
-    for claim in claims:
-        _, a, b, category, expected = claim
-        row = claim_verdict(wide, *claim)
-        column = category or "all tasks"
-        spreads = [spread.loc[m, column] if m in spread.index and column in spread else np.nan for m in (a, b)]
-        counts = [int(spread.loc[m, "seeds"]) if m in spread.index else 0 for m in (a, b)]
-        row["seeds"], row["seeds (first/second)"] = min(counts), "/".join(map(str, counts))
-        row["seed spread"] = float(np.nanmax(spreads)) if not np.all(np.isnan(spreads)) else np.nan
-        verdict = row["verdict at our scale"]
-        if verdict in TESTED and min(counts) < 2:
-            row["verdict at our scale"] += ONE_SEED
-        elif not pd.isna(row["seed spread"]):
-            row["verdict at our scale"] = _held(verdict, row["difference"], expected, row["seed spread"])
-        rows.append(row)
+    for claim, a, b, category, expected in claims:
+        test = run_comparison(frame, a, b, category)
+        x, y = test["runs"]
+        ci = test.get("90% CI", (np.nan, np.nan))
+        part = frame if category is None else frame[frame["category"] == category]
+        means = part[part["model"].isin([a, b])].groupby(["model", "seed"])["score"].mean()
+        sd = [means.loc[m].std(ddof=1) if m in means.index.get_level_values(0) and len(means.loc[m]) > 1 else np.nan
+              for m in (a, b)]
+        rows.append({"claim (paper)": claim, "comparison": f"{a} vs {b}", "category": category or "all tasks",
+                     "expected": expected, "paired": test.get("tasks", 0),
+                     "mean first": means.loc[a].mean() if x else np.nan,
+                     "mean second": means.loc[b].mean() if y else np.nan,
+                     "difference": test["difference"], "p": claim_p(test, expected),
+                     "90% CI": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if np.isfinite(ci[0]) else "",
+                     "test": test["test"], "units": test["units"], "seeds": min(x, y), "seeds (first/second)": f"{x}/{y}",
+                     "seed spread": float(np.nanmax(sd)) if not np.all(np.isnan(sd)) else np.nan,
+                     "margin side": margin_side(test, expected), "verdict at our scale": decide(test, expected)})
     return pd.DataFrame(rows)
 
 

@@ -29,6 +29,7 @@ from dataclasses import replace
 import pandas as pd
 
 from repro.autoregembed import train as ar_train
+from repro.autoregembed.claims import ALIGNMENT, BEATS_CONTRASTIVE
 from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.scores import (
     RETRIEVAL_TASKS,
@@ -67,10 +68,8 @@ EVAL_MAX_LENGTH = 512
 COMPRESSION = "compression only"
 LABELS = {side: ("best " if side == "baseline" else "") + name for side, name in SIDE_NAMES.items()}
 AUTOREG, BASELINE = LABELS["autoregembed"], LABELS["baseline"]
-CLAIMS = [(f"alignment improves on compression only ({category})", AUTOREG, COMPRESSION, category, "better")
-          for category in ("STS", "Retrieval")] + [
-          (f"AutoRegEmbed beats contrastive training on the same data ({category})", AUTOREG, BASELINE, category,
-           "better") for category in ("STS", "Retrieval")]
+CLAIMS = [(ALIGNMENT, AUTOREG, COMPRESSION, category, "better") for category in ("STS", "Retrieval")] + [
+          (BEATS_CONTRASTIVE, AUTOREG, BASELINE, category, "better") for category in ("STS", "Retrieval")]
 
 
 def selected_configs(base: AlignConfig) -> dict[str, AlignConfig | TrainConfig | None]:

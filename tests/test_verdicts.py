@@ -1,0 +1,148 @@
+"""The verdict engine: runs as units, equivalence against the declared margin, one verdict per statement, and its
+error rates checked by simulation (calibration under no difference, power at twice the margin)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from repro.core.verdicts import (
+    BELOW_MARGIN,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    MARGIN,
+    ONE_RUN,
+    SAME_MODEL,
+    SUPPORTED,
+    adjusted_verdict,
+    claim_p,
+    decide,
+    run_comparison,
+    runs_test,
+    simulate_runs,
+    simulated_rates,
+    statement_verdict,
+    tasks_test,
+)
+
+
+@pytest.mark.parametrize("runs,tasks", [(3, 9), (3, 19), (5, 9), (5, 19)])
+@pytest.mark.parametrize("run_sd,residual_sd", [(1.0, 0.5), (3.0, 2.0)])
+def test_the_engine_is_calibrated_under_no_difference(runs, tasks, run_sd, residual_sd):
+    """Simulated null data with variance components like the measured ones: a gain claim is decided (supported or
+    contradicted) in at most 6% of simulations at alpha 0.05, and a no-difference claim whose true difference is
+    exactly the margin (its worst case) is supported in at most 6%."""
+    k = {"n_runs": runs, "n_tasks": tasks, "run_sd": run_sd, "residual_sd": residual_sd, "seed": runs * 100 + tasks}
+    assert simulated_rates(600, effect=0.0, expected="better", **k)["decided"] <= 0.06
+    assert simulated_rates(600, effect=MARGIN, expected="equal", **k)["supported"] <= 0.06
+    assert simulated_rates(600, effect=MARGIN, expected="no gain", **k)["supported"] <= 0.06
+
+
+def test_the_engine_has_power_at_twice_the_margin_with_five_runs():
+    """A true difference of 2 x margin is supported in at least half the simulations at 5 runs x 19 tasks (run SD
+    1, residual SD 0.5: model 1's measured order); with 3 runs it is not, which the ledger page reports."""
+    five = simulated_rates(600, 5, 19, 2 * MARGIN, "better", run_sd=1.0, residual_sd=0.5, seed=7)
+    three = simulated_rates(600, 3, 19, 2 * MARGIN, "better", run_sd=1.0, residual_sd=0.5, seed=7)
+    assert five["supported"] >= 0.5 and three["supported"] < five["supported"]
+
+
+def test_the_old_rule_on_seed_averaged_scores_was_anti_conservative_and_runs_as_units_are_not():
+    """The reason for the engine: a run effect moves every task of a run together. A Wilcoxon over tasks on
+    seed-averaged scores calls such null comparisons significant far above 5%; the per-run test does not, and the
+    engine's path through a long frame (:func:`run_comparison`) gives the same test."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    old, new = 0, 0
+    for _ in range(1000):
+        tasks = rng.normal(60, 10, 9)
+        a, b = (tasks + rng.normal(0, 2.0, (3, 1)) + rng.normal(0, 0.5, (3, 9)) for _ in range(2))
+        old += stats.wilcoxon(a.mean(axis=0), b.mean(axis=0)).pvalue < 0.05
+        new += decide(runs_test(a.mean(axis=1), b.mean(axis=1)), "better") in (SUPPORTED, CONTRADICTED)
+    assert old / 1000 > 0.15 and new / 1000 <= 0.06
+    frame = simulate_runs(3, 9, 0.0, run_sd=2.0, residual_sd=0.5, rng=rng)
+    means = frame.groupby(["model", "seed"])["score"].mean()
+    direct = runs_test(means.loc["a"].to_numpy(), means.loc["b"].to_numpy())
+    assert run_comparison(frame, "a", "b")["p (difference)"] == pytest.approx(direct["p (difference)"])
+
+
+def test_runs_test_decides_gains_by_direction_and_margin():
+    a, b = np.array([62.0, 62.5, 61.5]), np.array([58.0, 58.3, 57.7])
+    test = runs_test(a, b)
+    assert test["p (difference)"] < 0.01 and test["units"] == "3 vs 3 runs"
+    assert decide(test, "better") == SUPPORTED and decide(test, "worse") == CONTRADICTED
+    tight = np.array([62.0, 62.05, 61.95])
+    small = runs_test(tight, tight - 0.5)  # significant but below the 1-point margin
+    assert decide(small, "better") == BELOW_MARGIN
+    noisy = runs_test(np.array([60.0, 66.0, 54.0]), np.array([58.0, 64.0, 52.0]))
+    assert decide(noisy, "better") == INCONCLUSIVE
+    assert decide(runs_test([60.0], [58.0, 59.0]), "better") == ONE_RUN
+    with pytest.raises(ValueError, match="unknown expectation"):
+        decide(test, "higher")
+
+
+def test_a_no_difference_claim_needs_its_interval_inside_the_margin():
+    tight = runs_test(np.array([60.1, 60.0, 59.9, 60.05, 59.95]), np.array([60.0, 60.1, 59.9, 60.0, 60.02]))
+    assert decide(tight, "equal") == SUPPORTED and decide(tight, "no gain") == SUPPORTED
+    # a small, non-significant difference with wide runs: the interval crosses the margin, so never "supported"
+    wide = runs_test(np.array([61.0, 57.0, 63.0]), np.array([60.0, 58.0, 59.0]))
+    assert decide(wide, "better") == INCONCLUSIVE and decide(wide, "equal") == INCONCLUSIVE
+    # significantly beyond the margin: an equivalence claim is contradicted; "no gain" is supported when a is worse
+    apart = runs_test(np.array([55.0, 55.2, 54.8]), np.array([60.0, 60.2, 59.8]))
+    assert decide(apart, "equal") == CONTRADICTED and decide(apart, "no gain") == SUPPORTED
+    assert decide(runs_test(np.array([65.0, 65.2, 64.8]), np.array([60.0, 60.2, 59.8])), "no gain") == CONTRADICTED
+
+
+def test_tasks_as_units_for_deterministic_methods():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(40, 60, 9)
+    better = tasks_test(base + 3 + rng.uniform(0, 0.5, 9), base)
+    assert decide(better, "better") == SUPPORTED and better["units"] == "9 tasks"
+    few = tasks_test(base[:4] + 3, base[:4])
+    assert decide(few, "better").startswith("untestable at n=4")
+    # a margin test is still possible over few tasks (a paired t); identical scores are equivalent
+    assert decide(tasks_test(base, base + 0.01), "equal") == SUPPORTED
+
+
+def test_a_model_against_itself_is_not_testable():
+    rows = [{"model": m, "seed": s, "task": f"t{i}", "category": "STS", "score": 50.0 + i}
+            for m, seeds in (("stage 2", (0, 1, 2)), ("stage 1", (0,))) for s in seeds for i in range(9)]
+    test = run_comparison(pd.DataFrame(rows), "stage 2", "stage 1")
+    assert decide(test, "better") == SAME_MODEL
+
+
+def test_one_verdict_per_statement():
+    assert statement_verdict([SUPPORTED, SUPPORTED]) == SUPPORTED
+    assert statement_verdict([SUPPORTED, INCONCLUSIVE]) == INCONCLUSIVE
+    assert statement_verdict([SUPPORTED, CONTRADICTED, INCONCLUSIVE]) == CONTRADICTED
+    assert statement_verdict([SAME_MODEL, SAME_MODEL]) == SAME_MODEL
+    assert statement_verdict(["one run per method, no verdict (over tasks: supported)"]) == \
+        "one run per method, no verdict"
+    assert statement_verdict([]) == "missing results"
+
+
+def test_a_verdict_is_decided_again_at_its_adjusted_p():
+    assert adjusted_verdict(SUPPORTED, "better", 2.0, "", 0.2) == INCONCLUSIVE
+    assert adjusted_verdict(INCONCLUSIVE, "better", -2.0, "", 0.01) == CONTRADICTED
+    assert adjusted_verdict(INCONCLUSIVE, "better", 0.5, "", 0.01) == BELOW_MARGIN
+    assert adjusted_verdict(INCONCLUSIVE, "equal", 0.1, "within", 0.01) == SUPPORTED
+    assert adjusted_verdict("untestable at n=2", "better", 5.0, "", 0.001) == "untestable at n=2"
+    test = runs_test(np.array([60.1, 60.0, 59.9]), np.array([60.0, 60.1, 59.9]))
+    assert claim_p(test, "equal") == min(test["p within margin (equal)"], test["p beyond margin (equal)"])
+
+
+def test_the_ledger_adjusts_over_its_tests_and_decides_again():
+    from scipy.stats import false_discovery_control
+
+    from repro.core.comparison import with_adjusted_p
+
+    claims = pd.DataFrame({"comparison": ["a vs b", "c vs d", "e vs f", "g vs h"], "category": ["STS"] * 4,
+                           "paired": [9] * 4, "expected": ["better"] * 4, "difference": [3.0, 3.0, 3.0, 3.0],
+                           "margin side": [""] * 4, "p": [0.001, 0.01, 0.02, 0.5],
+                           "verdict at our scale": [SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE]})
+    out = with_adjusted_p(claims)
+    np.testing.assert_allclose(out["p (BH-adjusted)"], false_discovery_control([0.001, 0.01, 0.02, 0.5]))
+    assert out["verdict at our scale"].tolist() == [SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE]
+    more = with_adjusted_p(pd.concat([claims, claims.assign(comparison=["i vs j", "k vs l", "m vs n", "o vs p"],
+                                                            p=[0.6, 0.7, 0.8, 0.9])], ignore_index=True))
+    # eight tests in the family: 0.02 adjusts to 0.053, and its verdict is decided again
+    assert more["verdict at our scale"].tolist()[:3] == [SUPPORTED, SUPPORTED, INCONCLUSIVE]

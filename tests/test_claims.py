@@ -36,8 +36,14 @@ def test_claim_verdict_reads_the_direction_the_paper_expects():
     assert claim_verdict(wide, "a no gain", "a", "b", "STS", "no gain")["verdict at our scale"] == "contradicted"
     noise = claim_verdict(wide, "c beats b", "c", "b", "STS", "better")
     assert noise["p (Wilcoxon)"] >= 0.05
-    assert noise["verdict at our scale"] == "not supported (no significant difference)"
+    assert noise["verdict at our scale"] == "inconclusive"  # a failed test is never support for "no gain"
+    # c is b plus noise of SD 1 over 8 tasks: its one-sided interval stays below the 1-point margin
     assert claim_verdict(wide, "c no gain", "c", "b", "STS", "no gain")["verdict at our scale"] == "supported"
+    assert claim_verdict(wide.iloc[:6] + 0, "c no gain", "c", "a", "STS", "no gain")["verdict at our scale"] == \
+        "supported"
+    assert claim_verdict(wide, "b no gain", "b", "a", "STS", "no gain")["verdict at our scale"] == "supported"
+    same = scores({"a": base, "b": base + rng.normal(0, 0.05, 8)})  # within the margin, tightly: equivalent
+    assert claim_verdict(same, "a ~ b", "a", "b", "STS", "equal")["verdict at our scale"] == "supported"
     assert claim_verdict(wide, "x", "a", "missing", "STS")["verdict at our scale"] == "missing results"
     assert claim_verdict(wide, "x", "a", "b", "Retrieval")["verdict at our scale"] == "missing results"
     with pytest.raises(ValueError, match="unknown expectation"):
@@ -52,19 +58,18 @@ def test_a_significant_test_whose_mean_points_the_other_way_is_inconclusive():
     wide = scores({"a": 50 + gains, "b": np.full(12, 50.0)}, categories=("STS",) * 12)
     row = claim_verdict(wide, "a beats b", "a", "b", "STS", "better")
     assert row["p (Wilcoxon)"] < 0.05 and row["difference"] < 0  # the signed ranks favour a, the mean b
-    assert row["test"] == UNSETTLED and row["verdict at our scale"] == DISAGREE
+    assert row["verdict at our scale"] == DISAGREE
     even = np.array([1.0] * 12 + [-12.0])  # a mean of exactly 0 settles no direction either
     test = wilcoxon_over_tasks(50 + even, np.full(13, 50.0))
     assert test["p"] < 0.05 and test["mean_difference"] == 0 and test["verdict"] == UNSETTLED
     assert wilcoxon_over_tasks(50 + np.abs(gains), np.full(12, 50.0))["verdict"] == "significant: first better"
     assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict at our scale"] == DISAGREE
-    assert claim_verdict(wide, "a no gain", "a", "b", "STS", "no gain")["verdict at our scale"] == DISAGREE
 
 
 def test_two_datasets_are_untestable_not_a_verdict():
     wide = scores({"a": [60.0, 70.0], "b": [50.0, 60.0]}, categories=("Retrieval", "Retrieval"))
     row = claims_table(wide, [("a beats b", "a", "b", "Retrieval", "better")]).iloc[0]
-    assert row["verdict at our scale"] == "untestable" and row["paired"] == 2
+    assert row["verdict at our scale"].startswith("untestable at n=2") and row["paired"] == 2
     assert row["95% CI (bootstrap)"].startswith("n/a")  # no interval from a bootstrap over 2 units
 
 
@@ -78,7 +83,7 @@ def test_paper3_tables_claims_pick_the_best_contrastive_baseline_and_list_what_f
     claims = table_claims(wide)
     sts = claims[claims.category == "STS"].set_index("comparison")["verdict at our scale"]
     assert sts["compression only vs last token"] == "supported"
-    assert sts["AutoRegEmbed vs compression only"].startswith("not supported")
+    assert sts["AutoRegEmbed vs compression only"] == "inconclusive"
     assert sts["AutoRegEmbed vs last token, in-batch"] == "contradicted"
     assert set(claims[claims.category == "Retrieval"]["verdict at our scale"]) == {"missing results"}
     failed = not_reproduced(claims)
@@ -88,24 +93,30 @@ def test_paper3_tables_claims_pick_the_best_contrastive_baseline_and_list_what_f
     assert table.loc["AutoRegEmbed", "STS average"] == pytest.approx(wide["AutoRegEmbed"].mean())
 
 
-def test_data_efficiency_pairs_every_size_and_seed_point():
-    rows = [{"method": m, "examples": n, "seed": s, "STS average": 50 + np.log2(n) + (3 if m == "AutoRegEmbed" else 0) + s}
-            for m in ("AutoRegEmbed", "mean, in-batch") for n in (64, 128, 256, 512) for s in (0, 1)]
+def test_data_efficiency_tests_every_size_with_the_runs_as_units():
+    rows = [{"method": m, "examples": n, "seed": s, "STS average": 50 + np.log2(n) + (3 if m == "AutoRegEmbed" else 0)
+             + s / 10} for m in ("AutoRegEmbed", "mean, in-batch") for n in (64, 128, 256, 512) for s in (0, 1, 2)]
     claims = data_efficiency_claims(pd.DataFrame(rows))
-    assert len(claims) == 1 and claims.iloc[0]["paired"] == 8
-    assert claims.iloc[0]["verdict at our scale"] == "supported"
+    assert len(claims) == 4 and set(claims["claim (paper)"]) == {
+        "AutoRegEmbed beats mean, in-batch at equal training data, at every size (Figure 3)"}
+    assert list(claims["category"]) == ["64 triplets", "128 triplets", "256 triplets", "512 triplets"]
+    assert set(claims["units"]) == {"3 vs 3 runs"} and set(claims["verdict at our scale"]) == {"supported"}
+    one = data_efficiency_claims(pd.DataFrame(rows)[lambda f: f.seed == 0])
+    assert set(one["verdict at our scale"]) == {"untestable (one training run per method: no run-level test)"}
 
 
 def test_data_efficiency_tests_alignment_against_the_compression_only_line():
     rows = [{"method": m, "examples": n, "seed": s, "STS average": 50 + np.log2(n) / 10 + s / 10 - (4 if m == "AutoRegEmbed" else 0)}
             for m in ("AutoRegEmbed", "mean, in-batch") for n in (64, 128, 256, 512, 1024) for s in (0, 1)]
     references = pd.Series({"compression only": 50.0, "PromptEOL": 60.0})
-    claims = data_efficiency_claims(pd.DataFrame(rows), references=references).set_index("comparison")
-    assert list(claims.index) == ["AutoRegEmbed vs mean, in-batch", "AutoRegEmbed vs compression only"]
-    below = claims.loc["AutoRegEmbed vs compression only"]  # every point 3-4 below the flat line
-    assert below["paired"] == 10 and below["verdict at our scale"] == "contradicted"
-    assert below["mean second"] == pytest.approx(50.0)
-    assert len(data_efficiency_claims(pd.DataFrame(rows), references=references.drop("compression only"))) == 1
+    claims = data_efficiency_claims(pd.DataFrame(rows), references=references)
+    assert list(dict.fromkeys(claims["comparison"])) == ["AutoRegEmbed vs mean, in-batch",
+                                                        "AutoRegEmbed vs compression only"]
+    below = claims[claims.comparison == "AutoRegEmbed vs compression only"]  # every point 3-4 below the fixed model
+    assert list(below["units"].unique()) == ["2 runs vs one fixed model"]
+    assert set(below["verdict at our scale"]) == {"contradicted"} and set(below["mean second"]) == {50.0}
+    assert claims["claim (paper)"].iloc[-1].startswith("alignment improves on compression only")
+    assert len(data_efficiency_claims(pd.DataFrame(rows), references=references.drop("compression only"))) == 5
     per_size = data_efficiency_differences(pd.DataFrame(rows), references=references)
     assert per_size.loc[("compression only", 64), "seeds"] == 2
     assert per_size.loc[("compression only", 64), "mean difference"] == pytest.approx(50 + 0.6 + 0.05 - 4 - 50)
@@ -125,7 +136,10 @@ def test_ablation_claims_quote_the_paper_and_skip_the_temperature_grid():
     assert list(claims.index) == ["KL divergence vs full (Eq. 2, sigmoid)", "tanh vs full (Eq. 2, sigmoid)"]
     assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "verdict at our scale"] == "supported"
     assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "paper (quoted STS average)"] == 79.82
-    assert claims.loc["tanh vs full (Eq. 2, sigmoid)", "verdict at our scale"].startswith("not supported")
+    # the paper says tanh performs similarly: an equivalence claim, never "worse than the full loss"
+    tanh = claims.loc["tanh vs full (Eq. 2, sigmoid)"]
+    assert tanh["expected"] == "equal" and tanh["claim (paper)"].startswith("tanh performs similarly")
+    assert tanh["verdict at our scale"] == "supported"  # noise of SD 1 on 8 tasks: the interval inside +-1
 
 
 def test_memory_claim_is_supported_only_if_alignment_is_lighter_at_every_batch_size():
@@ -240,40 +254,32 @@ def test_a_test_read_by_two_statements_counts_once_in_the_adjustment():
     np.testing.assert_allclose(with_adjusted_p(bare)["p (BH-adjusted)"], false_discovery_control([0.02, 0.04, 0.02, 0.6]))
 
 
-def test_seed_spread_is_the_range_across_seeds_of_one_configuration():
+def test_seed_spread_is_the_sd_across_seeds_of_one_configuration():
     curve = pd.DataFrame([{"method": "A", "examples": n, "seed": s, "STS average": v}
                           for n, vals in ((64, (50.0, 51.0)), (128, (52.0, 55.0))) for s, v in enumerate(vals)])
-    spread = seed_spread(curve).loc["A"]
-    assert spread["median seed spread"] == pytest.approx(2.0) and spread["largest seed spread"] == pytest.approx(3.0)
-    assert spread["sizes"] == 2
+    spread = seed_spread(curve).loc["A"]  # the SD (ddof 1) over seeds, as every other page's spread
+    assert spread["median seed spread"] == pytest.approx(np.median([np.std([50, 51], ddof=1), np.std([52, 55], ddof=1)]))
+    assert spread["largest seed spread"] == pytest.approx(np.std([52, 55], ddof=1)) and spread["sizes"] == 2
 
 
-def test_single_seed_verdicts_are_held_to_the_spread_measured_on_the_curve():
-    from repro.core.seeds import held_to_spread
+def test_single_run_comparisons_get_no_verdict_and_the_spread_is_shown_for_scale():
+    from repro.core.seeds import one_seed
 
     curve = pd.DataFrame([{"method": m, "examples": n, "seed": s, "STS average": v}
                           for m, rows in (("AutoRegEmbed", ((64, (50.0, 50.6)), (128, (52.0, 53.0)))),
                                           ("last token", ((64, (40.0, 40.3)),)))
                           for n, vals in rows for s, v in enumerate(vals)])
     spread, text = measured_spread(curve)
-    assert spread == pytest.approx(0.8) and "0.80 STS points, AutoRegEmbed's median over 2" in text
-    assert "the other methods: last token 0.30" in text
-    noisier = curve.copy()  # the noisier method's spread is the one a comparison is held to
-    noisier.loc[(noisier.method == "last token") & (noisier.seed == 1), "STS average"] = 49.0
-    assert measured_spread(noisier)[0] == pytest.approx(9.0)
-    claims = pd.DataFrame({"difference": [0.5, -2.0, 0.1, 0.3, -0.2],
-                           "expected": ["better", "better", "no gain", "worse", "better"],
-                           "verdict at our scale": ["supported", "contradicted", "supported", "untestable",
-                                                    "not supported (no significant difference)"]})
-    held = held_to_spread(claims, spread)
-    assert held["verdict at our scale"].tolist() == [
-        "inconclusive (within the seed spread)", "contradicted", "supported", "untestable",
-        "inconclusive (within the seed spread)"]
-    assert (held["seed spread"] == spread).all() and claims["verdict at our scale"][0] == "supported"
-    # no size with two seeds stored: the spread is unmeasured and each tested verdict says so
+    assert spread == pytest.approx(np.median([np.std([50, 50.6], ddof=1), np.std([52, 53], ddof=1)]))
+    assert "gets no verdict" in text and "the other methods: last token 0.21" in text
+    claims = pd.DataFrame({"difference": [0.5, -2.0, 0.3], "expected": ["better", "better", "worse"],
+                           "verdict at our scale": ["supported", "contradicted", "untestable at n=2 tasks"]})
+    marked = one_seed(claims)["verdict at our scale"].tolist()
+    assert marked == ["one run per method, no verdict (over tasks: supported)",
+                      "one run per method, no verdict (over tasks: contradicted)", "untestable at n=2 tasks"]
+    assert claims["verdict at our scale"][0] == "supported"  # the input is left alone
     unmeasured, text = measured_spread(curve[curve.seed == 0])
     assert np.isnan(unmeasured) and "unmeasured" in text
-    assert held_to_spread(claims, unmeasured)["verdict at our scale"][1] == "contradicted (one seed: spread unknown)"
     assert np.isnan(measured_spread(curve.iloc[0:0])[0])
 
 
@@ -311,8 +317,9 @@ def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees
     assert len(claims) == 7  # tau 0.02 and 0.1 at beta 0.1; tau 1.0 at 3 betas; beta 0.05 and 0.2 at tau 0.05
     assert set(claims.loc[[f"tau=1.0, beta={b} vs tau=0.05, beta={b}" for b in (0.05, 0.1, 0.2)],
                           "verdict at our scale"]) == {"supported"}
-    assert claims.loc["tau=0.02, beta=0.1 vs tau=0.05, beta=0.1", "verdict at our scale"].startswith("not supported")
-    assert claims.loc["tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "verdict at our scale"] == "supported"  # no gain
+    assert claims.loc["tau=0.02, beta=0.1 vs tau=0.05, beta=0.1", "verdict at our scale"] == "inconclusive"
+    # no gain, with noise of SD 0.5 over 8 tasks: the one-sided interval stays below the 1-point margin
+    assert claims.loc["tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "verdict at our scale"] == "supported"
     assert len(grid_claims(wide.drop(columns=["tau=0.05, beta=0.1"]))) == 2  # tau=1.0 vs tau=0.05 at beta 0.05, 0.2
     flat = grid_friedman(wide.drop(columns=[c for c in wide.columns if c.startswith("tau=1.0")]))
     assert flat["cells"] == 9 and flat["tasks"] == 8 and flat["p (Friedman)"] > 0.05
@@ -326,7 +333,7 @@ def test_identical_scores_are_no_difference_only_where_a_difference_could_have_b
     assert wilcoxon_over_tasks([50.0] * 8, [50.0] * 8)["verdict"] == "no difference"
     assert wilcoxon_over_tasks([50.0], [50.0])["verdict"].startswith("untestable at n=1")
     wide = scores({"a": [50.0], "b": [50.0]}, categories=("STS",))
-    assert claim_verdict(wide, "a beats b", "a", "b", "STS")["verdict at our scale"] == "untestable"
+    assert claim_verdict(wide, "a beats b", "a", "b", "STS")["verdict at our scale"].startswith("untestable at n=1")
 
 
 def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
@@ -341,9 +348,13 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert list(rows.columns) == ledger.COLUMNS and len(rows) == len(claims)
     assert rows["verdict"].tolist() == claims["verdict at our scale"].tolist()  # never re-judged
     assert rows["verdict"].eq("supported").all() and rows["claim"].str.contains(r"\[STS, 5 vs [14]\]").all()
-    assert rows["statistic"].str.match(r"p = 0\.\d{4}, 8 paired").all()
-    counts = ledger.verdict_counts(pd.concat([rows, rows.assign(verdict="untestable")]))
-    assert counts.loc[ledger.PAPERS[1]].to_dict() == {"supported": len(rows), "untestable": len(rows)}
+    assert rows["statistic"].str.match(r"p = 0\.\d{4}, 8 tasks").all() and rows["current"].all()
+    assert rows["tier"].eq(ledger.HEADLINE).all() and rows["p"].lt(0.05).all()
+    statements = ledger.statements(ledger.adjusted(rows))
+    assert len(statements) == 2 and statements["comparisons"].sum() == len(rows)  # one verdict per statement
+    counts = ledger.verdict_counts(pd.concat([statements, statements.iloc[:1].assign(verdict="untestable",
+                                                                                     statement="another")]))
+    assert counts.loc[(ledger.PAPERS[1], ledger.HEADLINE)].to_dict() == {"supported": 2, "untestable": 1}
     short, legend = ledger.scale_legend(pd.concat([rows, rows.assign(scale="another scale")]))
     assert short["scale"].tolist() == ["S1"] * len(rows) + ["S2"] * len(rows)
     assert legend == [f"S1: {rows['scale'].iloc[0]}", "S2: another scale"] and rows["scale"].nunique() == 1
@@ -385,9 +396,10 @@ def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     parts = ledger.table5_rows("standard")
     assert (parts[0]["page"] == "p1_robustness").all() and parts[1].empty  # no converged run stored: no row
     assert len(parts[0]) == len(ROBUSTNESS_CLAIMS) and parts[0]["claim"].str.startswith("Table 5: ").all()
-    tested = parts[0]["verdict"][parts[0]["verdict"] != "untestable"]  # classification: 5 tasks, untestable
-    assert len(tested) == len(ROBUSTNESS_CLAIMS) - 1 and tested.str.endswith("(one seed: spread unknown)").all()
-    # models 1, 4 and 5 at three seeds each on the second backbone: only the statements about them, held
+    assert not parts[0]["current"].any() and parts[0]["tier"].eq(ledger.ABLATION).all()  # the earlier budget
+    tested = parts[0]["verdict"][~parts[0]["verdict"].str.startswith("untestable")]  # classification: 5 tasks
+    assert len(tested) == len(ROBUSTNESS_CLAIMS) - 1 and tested.str.startswith("one run per method, no verdict").all()
+    # models 1, 4 and 5 at three seeds each on the second backbone: only the statements about them, runs as units
     converged["frame"] = pd.DataFrame([{"model": m, "seed": s, "task": t, "category": TASKS[t].category,
                                         "score": b + 3 * (m == 5) + rng.normal(0, 0.1)}
                                        for m in (1, 4, 5) for s in (0, 1, 2) for t, b in base.items()])
@@ -396,8 +408,8 @@ def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     assert (now["page"] == "p1_converged").all() and "seeds per model (model 1: 3, model 4: 3, model 5: 3)" in (
         now["scale"].iloc[0])
     assert sorted(now["claim"].str.extract(r"(\d vs \d)")[0]) == ["4 vs 1", "5 vs 1", "5 vs 1", "5 vs 1"]
-    sts = now[now["claim"].str.contains(r"\[STS")]["verdict"]
-    assert sts.tolist() == ["supported"]  # 3 points on 9 STS tasks, a seed spread well below that
+    sts = now[now["claim"].str.contains(r"\[STS")]
+    assert sts["verdict"].tolist() == ["supported"] and sts["statistic"].str.endswith("3 vs 3 runs").all()
 
 
 def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkeypatch):
@@ -418,7 +430,8 @@ def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkey
     verdicts = dict(zip(table["claim"], table["verdict"]))
     sts = [v for c, v in verdicts.items() if "[STS" in c]
     assert sorted(sts) == ["contradicted", "supported"]  # above compression only, below the baseline
-    assert all(v == "untestable" for c, v in verdicts.items() if "[Retrieval" in c)
+    # two retrieval tasks are testable through the runs (3 per method): the same directions
+    assert sorted(v for c, v in verdicts.items() if "[Retrieval" in c) == ["contradicted", "supported"]
 
 
 def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next():

@@ -20,42 +20,44 @@ def _frame(offsets: dict, seeds=(0, 1, 2), noise=None, tasks=12):
     return pd.DataFrame(rows)
 
 
-def test_a_consistent_gap_beyond_the_spread_is_supported_and_one_within_it_is_inconclusive():
+def test_a_consistent_gap_between_runs_is_supported_and_one_the_runs_scatter_over_is_inconclusive():
     tight = {1: [0.0, 0.1, -0.1], 5: [0.0, 0.1, -0.1]}
     frame = _frame({1: 0.0, 5: 3.0}, noise=tight)
     spread = seed_spread(frame)
     assert spread.loc[1, "seeds"] == 3 and spread.loc[5, "all tasks"] < 0.2
     claim = ("model 5 beats model 1", 5, 1, None, "better")
-    assert seeded_claims(frame, [claim]).iloc[0]["verdict at our scale"] == "supported"
-    # the same 3-point gap, but seeds scatter by ~5 points: inconclusive, whatever the Wilcoxon says
+    row = seeded_claims(frame, [claim]).iloc[0]
+    assert row["verdict at our scale"] == "supported" and row["units"] == "3 vs 3 runs" and row["p"] < 0.01
+    # the same 3-point gap, but the runs scatter by ~5 points: inconclusive, however many tasks agree
     wide = {1: [0.0, 5.0, -5.0], 5: [0.0, 5.0, -5.0]}
     noisy = seeded_claims(_frame({1: 0.0, 5: 3.0}, noise=wide), [claim]).iloc[0]
-    assert noisy["verdict at our scale"] == "inconclusive (within the seed spread)" and noisy["seed spread"] > 3
-    # one seed: the verdict says the spread is unknown
+    assert noisy["verdict at our scale"] == "inconclusive" and noisy["seed spread"] > 3
+    # one run per model: no run-level test, so no verdict
     single = seeded_claims(_frame({1: 0.0, 5: 3.0}, seeds=(0,)), [claim]).iloc[0]
-    assert single["verdict at our scale"] == "supported (one seed: spread unknown)" and single["seeds"] == 1
+    assert single["verdict at our scale"] == "untestable (one training run per method: no run-level test)"
+    assert single["seeds"] == 1
 
 
-def test_a_no_gain_statement_that_holds_is_not_downgraded_by_the_spread_but_one_that_fails_is():
+def test_a_no_gain_statement_needs_its_interval_below_the_margin():
     wide = {1: [0.0, 5.0, -5.0], 2: [0.0, 5.0, -5.0]}
-    # model 2 a little below model 1, within a 5-point seed spread: "no gain" holds, as the statement predicts
-    holds = seeded_claims(_frame({1: 0.0, 2: -1.0}, noise=wide), [("2 brings no gain", 2, 1, None, "no gain")])
-    assert holds.iloc[0]["verdict at our scale"] == "supported" and holds.iloc[0]["seed spread"] > 1
-    assert holds.iloc[0]["seeds (first/second)"] == "3/3"
-    # model 2 consistently 1 point above: a significant gain, but within the spread, so inconclusive
-    fails = seeded_claims(_frame({1: 0.0, 2: 1.0}, noise=wide), [("2 brings no gain", 2, 1, None, "no gain")])
-    assert fails.iloc[0]["verdict at our scale"] == "inconclusive (within the seed spread)"
-    # the same gain with tight seeds contradicts it
+    # model 2 a little below model 1 with runs that scatter by 5 points: a failed test is no support
+    unsure = seeded_claims(_frame({1: 0.0, 2: -1.0}, noise=wide), [("2 brings no gain", 2, 1, None, "no gain")])
+    assert unsure.iloc[0]["verdict at our scale"] == "inconclusive" and unsure.iloc[0]["seed spread"] > 1
+    assert unsure.iloc[0]["seeds (first/second)"] == "3/3"
+    # the same with tight runs: the one-sided interval lies below +1 point, so the statement holds
     tight = {1: [0.0, 0.1, -0.1], 2: [0.0, 0.1, -0.1]}
-    beaten = seeded_claims(_frame({1: 0.0, 2: 1.0}, noise=tight), [("2 brings no gain", 2, 1, None, "no gain")])
+    holds = seeded_claims(_frame({1: 0.0, 2: -1.0}, noise=tight), [("2 brings no gain", 2, 1, None, "no gain")])
+    assert holds.iloc[0]["verdict at our scale"] == "supported" and holds.iloc[0]["margin side"] == "within"
+    # model 2 consistently 3 points above with tight runs: beyond the margin, contradicted
+    beaten = seeded_claims(_frame({1: 0.0, 2: 3.0}, noise=tight), [("2 brings no gain", 2, 1, None, "no gain")])
     assert beaten.iloc[0]["verdict at our scale"] == "contradicted"
 
 
 def test_one_seed_marks_only_the_tested_verdicts_and_unequal_seed_counts_are_shown():
     table = pd.DataFrame({"verdict at our scale": ["supported", "untestable", "contradicted", "missing results"]})
     assert one_seed(table)["verdict at our scale"].tolist() == [
-        "supported (one seed: spread unknown)", "untestable", "contradicted (one seed: spread unknown)",
-        "missing results"]
+        "one run per method, no verdict (over tasks: supported)", "untestable",
+        "one run per method, no verdict (over tasks: contradicted)", "missing results"]
     frame = pd.concat([_frame({1: 0.0}), _frame({5: 3.0}, seeds=(0, 1))])
     row = seeded_claims(frame, [("5 beats 1", 5, 1, None, "better")]).iloc[0]
     assert row["seeds"] == 2 and row["seeds (first/second)"] == "2/3"
@@ -68,11 +70,9 @@ def test_testability_names_the_categories_a_wilcoxon_over_tasks_can_and_cannot_t
     assert "Testable" not in wilcoxon_reach({"Retrieval": 3})
 
 
-def test_an_empty_claims_table_passes_through_the_spread_rules():
-    from repro.core.seeds import held_to_spread
-
+def test_an_empty_claims_table_passes_through_the_one_run_rule():
     empty = pd.DataFrame()  # e.g. grid_claims with no grid cell
-    assert one_seed(empty).empty and held_to_spread(empty, 0.8).empty and held_to_spread(empty, float("nan")).empty
+    assert one_seed(empty).empty and seeded_claims(_frame({1: 0.0}), []).empty
 
 
 def _budget_table(differences, verdicts):

@@ -28,14 +28,15 @@ def test_scales_come_from_parameters_and_the_paper_profile():
 
 
 def test_summary_counts_and_bad_paper():
-    text = summary_markdown(3, "AutoRegEmbed", 4, 9)
-    assert text.startswith("**AutoRegEmbed.**") and "4 of 9 tested claims are supported" in text
-    assert "untestable" not in text and "1 more claim is untestable" in summary_markdown(3, "A", 4, 9, untestable=1)
     from repro.book.ledger import summary_counts
 
-    counts = pd.Series({"supported": 2, "supported (one seed: spread unknown)": 3, "untestable": 5,
-                        "missing results": 1, "contradicted": 4})
-    assert summary_counts(counts) == {"supported": 2, "tested": 9, "one_seed": 3, "untestable": 5}
+    counts = pd.Series({"supported": 2, "one run per method, no verdict": 3, "untestable at n=3 tasks": 5,
+                        "missing results": 1, "contradicted": 4, "inconclusive": 1})
+    assert summary_counts(counts) == {"supported": 2, "contradicted": 4, "tested": 7, "untestable": 9}
+    text = summary_markdown(3, "AutoRegEmbed", {"supported": 4, "contradicted": 1, "tested": 9},
+                            {"supported": 1, "contradicted": 0, "tested": 2, "untestable": 3})
+    assert text.startswith("**AutoRegEmbed.**") and "*Headline statements:* 4 of 9 tested are supported" in text
+    assert "*Ablation statements:* 1 of 2 tested is supported, 0 contradicted; 3 more have no verdict" in text
     with pytest.raises(ValueError, match="unknown paper 4"):
         scope_and_scale(4)
 

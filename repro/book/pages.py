@@ -31,8 +31,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard", "backbone": "smollm2-135m"},
     },
     "claims_ledger": {  # reads the stored results of the pages whose claims it lists, for their parameters
-        "smoke": {"profile": "smoke"},
-        "standard": {"profile": "standard"},
+        "smoke": {"profile": "smoke", "simulations": 100},
+        "standard": {"profile": "standard", "simulations": 2000},
     },
     "p1_layer_correlation": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "n_sentences": 64},

@@ -96,15 +96,19 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
     raise AssertionError(paper)  # (every paper of SOURCES is handled above)
 
 
-def summary_markdown(paper: int, name: str, supported: int, tested: int, profile: str = "standard",
-                     one_seed: int = 0, untestable: int = 0) -> str:
-    """One paper's summary paragraph; ``supported`` of ``tested`` are the ledger's counts for it, ``one_seed`` its
-    claims supported at one training seed whose spread is unmeasured (not counted as supported), ``untestable``
-    its claims no test at our scale can decide (too few paired tasks or units; not in ``tested``)."""
+def _tier_sentence(label: str, counts: dict) -> str:
+    """"Headline statements: 2 of 5 tested are supported, 1 contradicted (3 more untested: ...)"."""
+    untested = counts.get("untestable", 0)
+    more = (f"; {untested} more {'has' if untested == 1 else 'have'} no verdict (one training run per method, too "
+            "few paired units, or a model against itself)") if untested else ""
+    return (f"*{label}:* {counts.get('supported', 0)} of {counts.get('tested', 0)} tested "
+            f"{'is' if counts.get('supported', 0) == 1 else 'are'} supported, {counts.get('contradicted', 0)} "
+            f"contradicted{more}.")
+
+
+def summary_markdown(paper: int, name: str, headline: dict, ablation: dict, profile: str = "standard") -> str:
+    """One paper's summary paragraph; ``headline`` and ``ablation`` are the ledger's statement counts for its two
+    tiers (:func:`repro.book.ledger.summary_counts`: supported, contradicted, tested, untestable)."""
     facts = scope_and_scale(paper, profile)
-    extra = (f" ({one_seed} more {'is' if one_seed == 1 else 'are'} supported at one training seed, where the seed "
-             "spread is unmeasured: not counted)") if one_seed else ""
-    beyond = (f" {untestable} more {'claim is' if untestable == 1 else 'claims are'} untestable at our scale (too "
-              "few paired tasks or units for p < 0.05).") if untestable else ""
-    return (f"**{name}.** *Scope:* {facts['scope']} *Reproduced:* {supported} of {tested} tested claims are "
-            f"supported at our scale{extra}.{beyond} *Hard:* {facts['hard']} *Scale:* {facts['scale']}")
+    return (f"**{name}.** *Scope:* {facts['scope']} {_tier_sentence('Headline statements', headline)} "
+            f"{_tier_sentence('Ablation statements', ablation)} *Hard:* {facts['hard']} *Scale:* {facts['scale']}")

@@ -153,12 +153,12 @@ def tasks_test(a, b, margin: float = MARGIN, alpha: float = ALPHA) -> dict:
     if n == 0:
         return out | {"untestable": MISSING, "p (difference)": np.nan}
     nonzero = diff[diff != 0]
-    if len(nonzero) == 0:
+    if len(nonzero) == 0 and min_attainable_p(n) <= alpha:  # identical, where a difference could have shown
         p = 1.0
-    elif min_attainable_p(len(nonzero)) > alpha:  # a difference is untestable; the margin tests still run
+    elif min_attainable_p(max(len(nonzero), 1)) > alpha or len(nonzero) == 0:  # a difference is untestable; the margin tests still run
         p = np.nan
-        out["untestable gain"] = (f"untestable at n={len(nonzero)} tasks (smallest possible p = "
-                                  f"{min_attainable_p(len(nonzero)):.3f})")
+        k = len(nonzero) or n
+        out["untestable gain"] = f"untestable at n={k} tasks (smallest possible p = {min_attainable_p(k):.3f})"
     else:
         p = float(stats.wilcoxon(diff).pvalue)
         ranks = stats.rankdata(np.abs(nonzero))
@@ -336,3 +336,16 @@ def calibration_table(n_sims: int = 400, seed: int = 0) -> pd.DataFrame:
                              "false 'supported', difference = margin (equivalence claim)": boundary["supported"],
                              "power, difference = 2 x margin": power["supported"]})
     return pd.DataFrame(rows)
+
+
+def stored_calibration(n_sims: int = 2000, seed: int = 0, recompute: bool = False) -> pd.DataFrame:
+    """:func:`calibration_table`, stored once (:func:`repro.core.derived.stored_statistic`) and keyed by what
+    changes it: the simulations, their seed, the margin, alpha, the variance components and the tests used."""
+    from repro.core.derived import stored_statistic
+
+    if not isinstance(n_sims, int) or isinstance(n_sims, bool) or n_sims < 10:
+        raise ValueError(f"simulations must be an integer of at least 10, got {n_sims!r}")
+    params = {"simulations": n_sims, "seed": seed, "margin": MARGIN, "alpha": ALPHA,
+              "variances": [list(v) for v in VARIANCES], "tests": [RUNS_TEST, "TOST", "one-sided margin test"]}
+    return stored_statistic("verdict engine calibration by simulation", params,
+                            lambda: calibration_table(n_sims, seed).to_dict("records"), recompute)

@@ -434,8 +434,9 @@ def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkey
     assert sorted(v for c, v in verdicts.items() if "[Retrieval" in c) == ["contradicted", "supported"]
 
 
-def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next():
+def test_the_leaderboard_ranks_complete_methods_and_tests_every_pair_with_holm():
     from repro.book.leaderboard import compact_view, missing_rows, ranked
+    from repro.core.ranking import all_pairs, friedman
     from repro.core.tasks import TASKS
 
     rng = np.random.default_rng(2)
@@ -448,26 +449,32 @@ def test_the_leaderboard_ranks_complete_methods_and_tests_each_against_the_next(
     scores = pd.DataFrame(rows)
     table = ranked(scores)
     assert list(table.index) == ["strong", "close", "weak"]  # the 5-task method is not ranked with them
-    assert table.loc["close", "vs next below"] == "significantly above"  # 19 tasks, a consistent 7.9 points
-    assert table.loc["weak", "vs next below"] == "" and (table["tasks"] == len(TASKS)).all()
+    assert table["rank"].tolist() == [1, 2, 3] and (table["tasks"] == len(TASKS)).all()
+    # 0.1 points apart: 19 tasks of a Wilcoxon see it, but it is below nothing else; both are far above weak
+    assert table.loc["strong", "above (Holm)"].endswith("3") and table.loc["weak", "above (Holm)"] == "-"
+    assert table.loc["weak", "not separated from"] == "-"
     assert table.loc["strong", "STS"] == pytest.approx(scores[(scores.method == "strong")
                                                               & (scores.category == "STS")]["score"].mean())
     missing = missing_rows(scores, ["strong", "partial", "never run"])
     assert missing.set_index("method")["missing"].to_dict() == {"partial": len(TASKS) - 5, "never run": len(TASKS)}
-    view = compact_view(table)  # the page's narrow form: one test column, short headers, same rows and values
-    assert "next below" not in view and "Class." in view and view.loc["strong", "mean"] == table.loc["strong", "mean"]
-    assert view.loc["close", "vs next below"].startswith("above, p") and view.loc["weak", "vs next below"] == ""
-    tied = table.assign(**{"vs next below": ["not significantly apart", "significantly below", ""]},
-                         **{"p (Wilcoxon)": [0.5, 0.01, np.nan]})
-    assert compact_view(tied)["vs next below"].tolist() == ["tied, p=0.500", "below, p=0.010", ""]
-    # one large gain above many small losses: the mean ranks it first, the signed ranks favour the other
-    gains = np.array([40.0] + [-1.0 - 0.01 * i for i in range(len(TASKS) - 1)])
-    skew = pd.DataFrame([{"method": m, "task": t, "category": TASKS[t].category, "score": b + (g if m == "skew" else 0)}
-                         for m in ("skew", "even") for t, b, g in zip(TASKS, base, gains)])
-    split = ranked(skew)
-    assert list(split.index) == ["skew", "even"] and split.loc["skew", "p (Wilcoxon)"] < 0.05
-    assert split.loc["skew", "vs next below"].startswith("direction unsettled")
-    assert compact_view(split).loc["skew", "vs next below"].startswith("unsettled, p")
+    view = compact_view(table)  # the page's narrow form: indexed by rank, short headers, same values
+    assert "Class." in view and view.loc[1, "method"] == "strong" and view.loc[1, "mean"] == table.loc["strong", "mean"]
+    assert friedman(scores, list(table.index))["p"] < 0.001
+    # trained methods: the runs are the units. Two designs 3 points apart on every task, but their 3 runs
+    # scatter by 4 points: not separated, whatever the 19 tasks say; a training-free row is tested against runs
+    runs = pd.DataFrame([{"method": m, "seed": s, "task": t, "category": TASKS[t].category,
+                          "score": b + shift + 4 * (s - 1) + rng.normal(0, 0.05)}
+                         for m, shift in (("design A", 3.0), ("design B", 0.0)) for s in range(3)
+                         for t, b in zip(TASKS, base)]
+                        + [{"method": "free", "seed": np.nan, "task": t, "category": TASKS[t].category,
+                            "score": b - 20} for t, b in zip(TASKS, base)])
+    averaged = runs.groupby(["method", "task", "category"], as_index=False)["score"].mean()
+    pairs = all_pairs(runs, ["design A", "design B", "free"]).set_index(["first", "second"])
+    assert pairs.loc[("design A", "design B"), "outcome"] == "not separated"
+    assert pairs.loc[("design A", "free"), "units"] == "3 runs vs one fixed model"
+    assert ranked(averaged, runs=runs).loc["design A", "not separated from"] == "2"
+    one = runs[(runs.seed != 1) & (runs.seed != 2)]  # one run each: no test between the designs
+    assert all_pairs(one, ["design A", "design B"]).iloc[0]["outcome"] == "untested (one training run)"
 
 
 def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """The combinations none of the papers tried (repro.book.combinations): each pair's test and verdict, the
-input-format pair held to the seed spread, and the one-sentence summary, on synthetic stored scores."""
+input-format pair tested with the runs as units, and the one-sentence summary, on synthetic stored scores."""
 
 import numpy as np
 import pandas as pd
@@ -74,20 +74,24 @@ def test_the_summary_says_whether_the_training_free_gain_survives_training(store
         combinations.combination_table())
 
 
-def test_the_input_format_pair_uses_shared_seeds_and_respects_model_1s_seed_spread(stored):
+def test_the_input_format_pair_uses_shared_seeds_and_the_runs_as_units(stored):
     row = combinations.prompt_row()
     assert row["verdict"].startswith("not computed: python -m repro.pooling_attention.trained --converged")
     assert "--model 1" in row["verdict"] and "--prompt prompteol" in row["verdict"]
-    # two seeds without a prompt (spread ~1.4 between their means), one with it: only seed 0 is compared
+    # two seeds without a prompt, one with it: only seed 0 is compared, and one run a side is no verdict
     stored["runs"]["none"] = [_frame(0.0, seed=0), _frame(2.0, seed=1)]
     stored["runs"]["prompteol"] = [_frame(1.0, seed=0)]
     row = combinations.prompt_row()
     assert row["base"].endswith("seed 0, no prompt") and row["difference"] == pytest.approx(1.0)
-    assert row["verdict"].startswith("inconclusive (within model 1's seed spread, 1.41")
-    stored["runs"]["prompteol"] = [_frame(5.0, seed=0)]
-    assert combinations.prompt_row()["verdict"] == "PromptEOL helps"
-    stored["runs"]["none"] = [_frame(0.0, seed=0)]  # one seed: significant, spread unknown, said so
-    assert combinations.prompt_row()["verdict"] == "PromptEOL helps (one seed of model 1: spread unknown)"
+    assert row["verdict"] == "untestable (one training run per method: no run-level test)"
+    # three runs a side, 3 points apart with runs 0.5 apart: PromptEOL helps, tested over runs
+    stored["runs"]["none"] = [_frame(0.0 + 0.5 * s, seed=s) for s in range(3)]
+    stored["runs"]["prompteol"] = [_frame(3.0 + 0.5 * s, seed=s) for s in range(3)]
+    row = combinations.prompt_row()
+    assert row["verdict"] == "PromptEOL helps" and row["units"] == "3 vs 3 runs"
+    # the same gap with runs that scatter by 4 points: the tasks agree, the runs do not settle it
+    stored["runs"]["prompteol"] = [_frame(3.0 + 4 * (s - 1) ** 3, seed=s) for s in range(3)]
+    assert combinations.prompt_row()["verdict"] == "no significant difference (runs as units)"
 
 
 def test_the_prompt_parameter_leaves_the_plain_runs_keys_unchanged():

@@ -10,7 +10,7 @@
   so both sides are computed in the session that trains it: ``python -m repro.book.combinations --autoregembed``).
 * "PromptEOL or no prompt as model 1's input format?": Paper 1's model 1 trained and scored with PromptEOL's
   template (``repro train --converged --model 1 --prompt prompteol``) against the same design trained without a
-  prompt, on the seeds both have (a verdict about the training recipe, so held to model 1's seed spread).
+  prompt, on the seeds both have (a verdict about the training recipe, so the training runs are its units).
 
 Both sides of a trained pair are scored by :func:`repro.book.recipes.evaluate_recipe` on all 19 tasks at ``compact``
 caps from the same (shipped) weights (stored in ``results/recipe_scores``; a trained model's embeddings are cached, so
@@ -39,9 +39,9 @@ from repro.book.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_score
 from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
 from repro.core.scoring import evaluate_per_task, stored_per_task
-from repro.core.seeds import seed_spread
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
+from repro.core.verdicts import decide, run_comparison
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
 from repro.pooling_attention.converged import SEEDS, converged_scores
@@ -87,8 +87,9 @@ def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str,
 
 
 def prompt_row(backbone: str = "smollm2-135m", suite: str = SUITE, seeds=SEEDS) -> dict:
-    """Model 1 trained with PromptEOL vs without a prompt, per task averaged over the seeds both have; a
-    difference within model 1's seed spread (no prompt, every seed stored) is inconclusive."""
+    """Model 1 trained with PromptEOL vs without a prompt on the seeds both have: the per-task means over those
+    seeds for the table, and the verdict with the training runs as units (:func:`repro.core.verdicts.run_comparison`,
+    Welch on per-run means; one run a side gives no verdict)."""
     plain, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite)
     prompted, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite, prompt=PROMPT)
     shared = sorted(set(plain.seed) & set(prompted.seed)) if len(plain) and len(prompted) else []
@@ -106,12 +107,14 @@ def prompt_row(backbone: str = "smollm2-135m", suite: str = SUITE, seeds=SEEDS) 
         return frame[frame.seed.isin(shared)].groupby(["task", "category"], as_index=False)["score"].mean()
 
     row = _compared(row, averaged(plain), averaged(prompted), "PromptEOL helps", "PromptEOL hurts")
-    spread = seed_spread(plain).loc[PROMPT_MODEL, "all tasks"]
-    if row["verdict"] != "no significant difference":
-        if np.isnan(spread):
-            row["verdict"] += " (one seed of model 1: spread unknown)"
-        elif abs(row["difference"]) < spread:
-            row["verdict"] = f"inconclusive (within model 1's seed spread, {spread:.2f})"
+    # a question about the training recipe: the runs are the units (Welch on per-run means over every task)
+    runs = pd.concat([plain[plain.seed.isin(shared)].assign(model="plain"),
+                      prompted[prompted.seed.isin(shared)].assign(model=PROMPT)])
+    test = run_comparison(runs, PROMPT, "plain")
+    verdict = decide(test, "better")
+    row |= {"p (runs)": test.get("p (difference)", np.nan), "units": test["units"],
+            "verdict": {"supported": "PromptEOL helps", "contradicted": "PromptEOL hurts",
+                        "inconclusive": "no significant difference (runs as units)"}.get(verdict, verdict)}
     return row
 
 

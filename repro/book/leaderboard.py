@@ -11,9 +11,10 @@ Each row's per-task scores come from the store its method writes to:
   every task, else at the book's Tables 1-2 configuration;
 * all-MiniLM-L6-v2 as an independent reference (``reference_minilm``).
 
-:func:`leaderboard_scores` gathers them; :func:`missing_rows` lists what a full row still lacks and the command
-that computes it; :func:`ranked` gives category means, the overall mean and, for each method, the paired test
-(Wilcoxon over the tasks both have) against the method ranked just below it.
+:func:`leaderboard_scores` gathers them (:func:`leaderboard_runs` keeps each training run); :func:`missing_rows`
+lists what a full row still lacks and the command that computes it; :func:`ranked` gives category means, the
+overall mean and, for each method, the ranks it is significantly above and those it is not separated from (every
+pair tested, Holm-corrected, trained methods with their runs as units: :mod:`repro.core.ranking`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import score_identity
 from repro.book.pages import page_parameters
+from repro.core.ranking import all_pairs, separated_from
 from repro.core.scoring import stored_per_task
-from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS, data_fingerprint
+from repro.core.verdicts import same_model
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
 from repro.store.results import all_results
@@ -93,10 +95,8 @@ def _paper1(backbone: str) -> dict[str, pd.DataFrame]:
     out = {paper1_label(m, 0): pd.DataFrame(columns=["method", "task", "category", "score"])
            for m in (1, 2, 3, 4, 5) if m not in stored}  # listed as missing
     for model, part in (frame.groupby("model") if len(frame) else []):
-        seeds = part["seed"].nunique()
-        label = paper1_label(model, seeds)
-        per_task = part.groupby(["task", "category"], as_index=False)["score"].mean()
-        out[label] = per_task.assign(method=label)[["method", "task", "category", "score"]]
+        label = paper1_label(model, part["seed"].nunique())
+        out[label] = part.assign(method=label)[["method", "seed", "task", "category", "score"]]  # every run
     return out
 
 
@@ -107,6 +107,8 @@ def paper3_configs(backbone: str = "smollm2-135m"):
 
 
 BUDGET_RULE = " under the budget rule"  # appended to a Paper 3 label (so the encode-rate prefixes still match)
+SAME_AS_STAGE1 = ("; = AutoRegEmbed under the budget rule: dev rejected stage 2 in every run, so the two are one "
+                  "model")
 
 
 def _seeds(n: int) -> str:
@@ -154,9 +156,12 @@ def _paper3_budget_rule(backbone: str) -> dict[str, pd.DataFrame]:
     every task, and compression only from the stage 1 those seeds started from (empty while none is stored)."""
     frame, labels = paper3_budget_frame(backbone)
     out = {}
+    merged = frame.empty is False and same_model(frame, p3_converged.AUTOREG, p3_converged.COMPRESSION)
     for model, part in frame.groupby("model"):
-        per_task = part.groupby(["task", "category"], as_index=False)["score"].mean()
-        out[labels[model]] = per_task.assign(method=labels[model])[["method", "task", "category", "score"]]
+        if merged and model == p3_converged.AUTOREG:
+            continue  # dev rejected stage 2 in every run: one model, one row (compression only's, with that note)
+        label = labels[model] + (SAME_AS_STAGE1 if merged and model == p3_converged.COMPRESSION else "")
+        out[label] = part.assign(method=label)[["method", "seed", "task", "category", "score"]]
     return out
 
 
@@ -189,11 +194,13 @@ def _paper3_tables(backbone: str) -> dict[str, pd.DataFrame]:
     out = {}
     fixed = tables_labels(backbone)
     for label, config in ((fixed["compression only"], compress), (fixed["AutoRegEmbed"], align)):
-        out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks))
+        out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks)
+                                   ).assign(seed=config.seed)  # one training run
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
         label = baseline_label(name)
-        out[label] = records_frame(label, stored_per_task(TRAINED_SCORES, trained_score_identity(config), SUITE, tasks))
+        out[label] = records_frame(label, stored_per_task(TRAINED_SCORES, trained_score_identity(config), SUITE, tasks)
+                                   ).assign(seed=config.seed)
     return out
 
 
@@ -227,12 +234,22 @@ ROWS = {  # label part -> (paper, the command that computes a missing task); the
 def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, list[str]]:
     """Every method's stored per-task scores (x100) on ``backbone`` at compact caps (method, task, category,
     score; a method with nothing stored has no rows), and every method's label in leaderboard order."""
+    runs, methods = leaderboard_runs(backbone)
+    if runs.empty:
+        return pd.DataFrame(columns=["method", "task", "category", "score"]), methods
+    scores = runs.groupby(["method", "task", "category"], as_index=False, sort=False)["score"].mean()
+    return scores, methods
+
+
+def leaderboard_runs(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, list[str]]:
+    """:func:`leaderboard_scores` before the seed average: one row per (method, seed, task); ``seed`` NaN for a
+    deterministic method (training-free, or the reference), a trained method's own seeds otherwise."""
     frames = {**_untrained(backbone), **_embedfilter(backbone), **_paper1(backbone), **_paper3(backbone),
               **_minilm()}
-    stored = [f for f in frames.values() if len(f)]
-    scores = pd.concat(stored, ignore_index=True) if stored else pd.DataFrame(columns=["method", "task", "category",
-                                                                                        "score"])
-    return scores, list(frames)
+    stored = [f if "seed" in f else f.assign(seed=np.nan) for f in frames.values() if len(f)]
+    columns = ["method", "seed", "task", "category", "score"]
+    runs = pd.concat([f[columns] for f in stored], ignore_index=True) if stored else pd.DataFrame(columns=columns)
+    return runs, list(frames)
 
 
 def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | None = None,
@@ -260,12 +277,13 @@ def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | No
     return pd.DataFrame(rows, columns=columns + (["estimated hours"] if run_hours is not None else []))
 
 
-def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
-    """Category means, the overall mean over tasks, and each method against the one ranked just below it:
-    the Wilcoxon signed-rank test over the tasks both have (two-sided, p < 0.05; "direction unsettled" where it is
-    significant but the signed ranks favour the row below, :data:`~repro.core.stats.UNSETTLED`). ``complete_only``:
-    rank only methods with every task of the suite (a mean over other tasks is not comparable)."""
-    columns = ["tasks", "mean", *CATEGORIES, "next below", "p (Wilcoxon)", "vs next below"]
+def ranked(scores: pd.DataFrame, complete_only: bool = True, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Category means and the overall mean over tasks (seed-averaged ``scores``), in rank order, and for each
+    method the ranks it is significantly above and those it is not separated from: every pair tested
+    (:func:`repro.core.ranking.all_pairs`: runs as units for trained methods, tasks for deterministic ones) with
+    Holm's correction over all pairs. ``runs``: the per-seed rows (:func:`leaderboard_runs`; default: every
+    method deterministic). ``complete_only``: rank only methods with every task of the suite."""
+    columns = ["tasks", "mean", *CATEGORIES, "rank", "above (Holm)", "not separated from"]
     if scores.empty:
         return pd.DataFrame(columns=columns)
     wide = scores.pivot_table(index="task", columns="method", values="score")
@@ -278,18 +296,17 @@ def ranked(scores: pd.DataFrame, complete_only: bool = True) -> pd.DataFrame:
         tasks = [t for t in wide.index if categories.get(t) == category]
         table[category] = wide.loc[tasks].mean() if tasks else np.nan
     table = table.sort_values("mean", ascending=False)
-    order = list(table.index)
-    versus, p, verdict = [], [], []
-    for upper, lower in zip(order, order[1:] + [None]):
-        if lower is None:
-            versus.append(""), p.append(np.nan), verdict.append("")
-            continue
-        test = wilcoxon_over_tasks(wide[upper], wide[lower])
-        versus.append(lower), p.append(test["p"]), verdict.append(
-            {"significant: first better": "significantly above", "significant: second better": "significantly below",
-             UNSETTLED: UNSETTLED}.get(test["verdict"], "not significantly apart"))
-    table["next below"], table["p (Wilcoxon)"], table["vs next below"] = versus, p, verdict
-    return table
+    runs = scores.assign(seed=np.nan) if runs is None else runs
+    pairs = all_pairs(runs[runs["method"].isin(table.index)], list(table.index))
+    if pairs.empty:
+        return table.assign(rank=range(1, len(table) + 1), **{"above (Holm)": "-", "not separated from": "-"})
+    return table.join(separated_from(pairs, list(table.index)))
+
+
+def ranked_pairs(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The complete methods' pairs behind :func:`ranked` (Holm-adjusted), for the page's figure and detail."""
+    table = ranked(scores, runs=runs)
+    return all_pairs(runs[runs["method"].isin(table.index)], list(table.index))
 
 
 SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification": "PairClass.",
@@ -297,17 +314,14 @@ SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification
 
 
 def compact_view(table: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`ranked` table narrow enough for the page's column: the next row's name dropped (the table is in
-    rank order), the neighbour test as one column ("above, p=0.016" / "tied, p=0.62" / "unsettled, p=0.03"), short
-    category headers."""
-    word = {"not": "tied", "direction": "unsettled"}
-    test = [("" if pd.isna(p) else f"{word.get(v.split()[0], v.split()[-1])}, "
-             + ("p<0.001" if p < 0.001 else f"p={p:.3f}"))
-            for p, v in zip(table["p (Wilcoxon)"], table["vs next below"])]
-    view = table.drop(columns=["next below", "p (Wilcoxon)", "vs next below"]).assign(**{"vs next below": test})
+    """A :func:`ranked` table narrow enough for the page's column: indexed by rank with the method as a column,
+    short category headers, whole numbers where they are whole."""
+    view = table.copy()
     for column in ("dimensions", "encode tok/s"):  # whole numbers
         if column in view:
             view[column] = pd.to_numeric(view[column], errors="coerce").round().astype("Int64")
+    if "rank" in view:
+        view = view.rename_axis("method").reset_index().set_index("rank")
     return view.rename(columns=SHORT)
 
 

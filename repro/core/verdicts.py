@@ -221,11 +221,27 @@ def adjusted_verdict(verdict: str, expected: str, difference: float, side: str |
     return SUPPORTED if side == "within" else CONTRADICTED
 
 
+def distinct_runs(frame: pd.DataFrame, key: str = "model") -> pd.DataFrame:
+    """``frame`` with copies of one run dropped: of a ``key``'s seeds whose per-task scores are identical (one set
+    of weights stored under several seeds, e.g. the stage 1 every stage-2 seed started from), the first is kept.
+    Copies are not replicates: counting them would shrink the run-to-run variance to zero."""
+    keep = []
+    for _, part in frame.groupby(key, sort=False):
+        seen = set()
+        for _seed, run in part.groupby("seed", sort=True, dropna=False):
+            signature = tuple(run.sort_values("task")[["task", "score"]].itertuples(index=False, name=None))
+            if signature not in seen:
+                seen.add(signature)
+                keep.append(run)
+    return pd.concat(keep) if keep else frame
+
+
 def per_run_means(frame: pd.DataFrame, a, b, category: str | None = None) -> tuple[pd.Series, pd.Series, int]:
     """Per-run means of ``a`` and ``b`` over the category's tasks (None: every task) that every run of both has,
-    from a long frame (model, seed, task, category, score); and the number of those tasks."""
+    from a long frame (model, seed, task, category, score; copies of one run counted once,
+    :func:`distinct_runs`); and the number of those tasks."""
     part = frame if category is None else frame[frame["category"] == category]
-    part = part[part["model"].isin([a, b])]
+    part = distinct_runs(part[part["model"].isin([a, b])])
     runs = part.groupby(["model", "seed"])["task"].apply(set)
     if len(runs) == 0 or a not in runs.index.get_level_values(0) or b not in runs.index.get_level_values(0):
         return pd.Series(dtype=float), pd.Series(dtype=float), 0

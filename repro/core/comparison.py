@@ -60,7 +60,8 @@ def category_means(wide: pd.DataFrame) -> pd.DataFrame:
 
 def ranking_agreement(first: pd.DataFrame, second: pd.DataFrame, categories: Iterable[str | None]) -> pd.DataFrame:
     """Do two backbones rank the models alike? Per category, Kendall's tau between the models' mean scores on
-    the tasks both have (n = the number of models: with 5 models only tau >= 0.8 can reach p < 0.05)."""
+    the tasks both have (n = the number of models: with 5 models only a perfect agreement can reach p < 0.05,
+    :func:`kendall_reach`)."""
     rows = []
     models = [m for m in first.columns if m in second.columns]
     for category in categories:
@@ -80,6 +81,20 @@ def ranking_agreement(first: pd.DataFrame, second: pd.DataFrame, categories: Ite
                      "verdict": ("not significantly alike" if not p < 0.05 else
                                  "same ranking (significant)" if tau > 0 else "reversed ranking (significant)")})
     return pd.DataFrame(rows)
+
+
+def kendall_reach(n: int, alpha: float = 0.05) -> str:
+    """A sentence for a page: which Kendall tau between two rankings of ``n`` items can reach p < ``alpha`` (the
+    exact two-sided p of scipy.stats.kendalltau for a perfect order and for one adjacent swap)."""
+    if n < 3:
+        return f"With {n} items no Kendall tau can be tested."
+    order = list(range(n))
+    swapped = order[:-2] + [order[-1], order[-2]]
+    perfect, near = kendalltau(order, order), kendalltau(order, swapped)
+    reach = "only a perfect agreement" if near.pvalue >= alpha else "a near-perfect order"
+    return (f"With {n} items, tau = {perfect.statistic:.0f} gives p = {perfect.pvalue:.3f} and one adjacent swap "
+            f"(tau = {near.statistic:.2f}) p = {near.pvalue:.3f}: {reach} can reach p < {alpha}, so \"not "
+            "significantly alike\" is weak evidence.")
 
 
 def wilcoxon_reach(task_counts: dict, alpha: float = 0.05) -> str:

@@ -209,12 +209,17 @@ def grid_friedman(wide: pd.DataFrame, category: str = "STS") -> dict:
 
 
 def not_reproduced(*tables: pd.DataFrame) -> pd.DataFrame:
-    """The claims of ``tables`` whose verdict at our scale is not "supported" (at one seed included)."""
+    """The claims of ``tables`` that a test decided and that are not "supported" (contradicted, inconclusive,
+    significant but below the margin); rows with no verdict (one run per method, untestable, a model against
+    itself) are not listed: they neither reproduced nor failed to."""
+    from repro.core.verdicts import SUPPORTED, is_tested
+
     rows = pd.concat([t for t in tables if len(t)], ignore_index=True) if any(len(t) for t in tables) else pd.DataFrame()
     if not len(rows):
         return rows
-    return rows[~rows["verdict at our scale"].str.startswith("supported")][["claim (paper)", "category", "difference",
-                                                                            "p", "verdict at our scale"]]
+    verdicts = rows["verdict at our scale"]
+    keep = verdicts.map(is_tested) & verdicts.ne(SUPPORTED)
+    return rows[keep][["claim (paper)", "category", "difference", "p", "verdict at our scale"]]
 
 
 def memory_claim(costs: pd.DataFrame) -> dict:

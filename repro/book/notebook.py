@@ -87,8 +87,8 @@ def say(text: str, width: int = 78) -> None:
 
 
 CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "category", "paired": "tasks",
-                 "difference": "difference", "p (Wilcoxon)": "p", "p (BH-adjusted)": "BH", "seed spread": "spread",
-                 "seeds (first/second)": "seeds", "verdict at our scale": "verdict"}
+                 "units": "units", "difference": "difference", "90% CI": "90% CI", "p": "p",
+                 "p (BH-adjusted)": "BH", "seed spread": "spread", "verdict at our scale": "verdict"}
 
 
 def claims_view(claims):
@@ -98,10 +98,10 @@ def claims_view(claims):
     headers (columns it lacks are skipped, and the seed columns where every row of the statement has none). The
     page shows the full table (means, bootstrap CI, test) in a collapsed output."""
     columns = {c: short for c, short in CLAIM_COLUMNS.items() if c in claims}
-    optional = [c for c in ("seed spread", "seeds (first/second)") if c in columns]  # single-seed rows have none
+    optional = [c for c in ("seed spread", "90% CI") if c in columns]  # single-seed rows have none
 
     def narrow(part):
-        empty = [c for c in optional if part[c].isna().all()]
+        empty = [c for c in optional if (part[c].isna() | part[c].astype(str).eq("")).all()]
         table = part[[c for c in columns if c not in empty]].rename(columns=columns)
         return table.set_index(table.columns[0]).rename_axis(None)  # the page (or comparison) labels a row
 

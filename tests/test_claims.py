@@ -622,9 +622,9 @@ def test_claims_view_gives_one_narrow_table_per_statement_in_order():
                                                  ("z first", 5, 4, "STS", "better")]))
     view = claims_view(claims)
     assert [s for s, _ in view] == ["z first", "a second"]  # the page's order, not sorted
-    assert list(view[0][1].columns) == ["category", "tasks", "difference", "p", "BH", "verdict"]
+    assert list(view[0][1].columns) == ["category", "tasks", "units", "difference", "90% CI", "p", "BH", "verdict"]
     assert view[0][1].index.tolist() == ["5 vs 1", "5 vs 4"] and view[1][1]["verdict"].tolist() == ["supported"]
     paged = claims_view(claims.assign(page=["Tables", "curve", "Tables"]))  # a summary page's concatenated claims
     assert paged[0][1].columns[0] == "comparison" and paged[0][1].index.tolist() == ["Tables", "Tables"]
-    seeded = claims.assign(**{"seed spread": [0.5, np.nan, 0.4], "seeds (first/second)": np.nan})
+    seeded = claims.assign(**{"seed spread": [0.5, np.nan, 0.4]})
     assert [list(t.columns[-3:]) for _, t in claims_view(seeded)] == [["BH", "spread", "verdict"], ["p", "BH", "verdict"]]

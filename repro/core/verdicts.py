@@ -28,8 +28,8 @@ resolved with 3-5 runs.
 **Verdicts** (:func:`decide`), at level ``alpha`` on the p-value the ledger adjusts for multiplicity:
 
 * a gain claim is *supported* when the difference is significant in the expected direction and at least the
-  margin; *significant but below the margin* when significant and smaller; *contradicted* when significant the
-  other way; *inconclusive* otherwise;
+  margin; *contradicted* when significant the other way and at least the margin; *significant but below the
+  margin* when significant and smaller than the margin, either way; *inconclusive* otherwise;
 * a no-difference claim is *supported* only when its interval lies inside the margin (TOST, or the one-sided test
   for "no gain"), *contradicted* when the difference is significantly beyond the margin, *inconclusive*
   otherwise: a non-significant difference never supports it;
@@ -185,10 +185,9 @@ def decide(test: dict, expected: str, p: float | None = None, alpha: float = ALP
         return INCONCLUSIVE
     d, margin = test["difference"], test["margin"]
     if expected in GAIN:
-        sign = 1 if expected == "better" else -1
-        if np.sign(d) != sign:
-            return CONTRADICTED
-        return SUPPORTED if abs(d) >= margin else BELOW_MARGIN
+        if abs(d) < margin:  # significant, either way, but smaller than the declared margin
+            return BELOW_MARGIN
+        return SUPPORTED if np.sign(d) == (1 if expected == "better" else -1) else CONTRADICTED
     within = test[f"p within margin ({expected})"]
     beyond = test[f"p beyond margin ({expected})"]
     return SUPPORTED if within <= beyond else CONTRADICTED
@@ -215,9 +214,9 @@ def adjusted_verdict(verdict: str, expected: str, difference: float, side: str |
     if pd.isna(p) or not p < alpha:
         return INCONCLUSIVE
     if expected in GAIN:
-        if np.sign(difference) != (1 if expected == "better" else -1):
-            return CONTRADICTED
-        return SUPPORTED if abs(difference) >= margin else BELOW_MARGIN
+        if abs(difference) < margin:
+            return BELOW_MARGIN
+        return SUPPORTED if np.sign(difference) == (1 if expected == "better" else -1) else CONTRADICTED
     return SUPPORTED if side == "within" else CONTRADICTED
 
 

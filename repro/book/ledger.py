@@ -15,6 +15,8 @@ or from the claim text the claims module gives.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims
@@ -49,6 +51,7 @@ from repro.pooling_attention.claims import table_claims as p1_claims
 from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.layerwise import layerwise
 from repro.pooling_attention.trained import CAP, converged_config, evaluate_models
+from repro.store.results import all_results
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current"]
@@ -356,6 +359,65 @@ def history(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
     old["current verdict"] = [now.get((p, s), "not tested now") for p, s in zip(old["paper"], old["statement"])]
     return old[["paper", "statement", "pages", "verdict", "current verdict"]].rename(
         columns={"verdict": "superseded (one run, over tasks)", "pages": "superseded page"})
+
+
+HISTORY = "ledger_history"  # the ledger as earlier code computed it (scripts/ledger_snapshot.py)
+ALIASES = {"'tanh' is worse than the full loss": "tanh performs similarly to the sigmoid",
+           "'strategy 1: q as target' is worse than the full loss": "strategy 1 performs similarly to the original loss"}
+
+
+def _key(claim: str) -> str:
+    """A statement's wording without its parenthetical sources and scope qualifiers, so an earlier ledger's rows
+    find the statement they tested (``ALIASES``: statements the earlier ledger misread)."""
+    text = ALIASES.get(statement_of(claim), statement_of(claim))
+    text = re.sub(r"\s*\([^()]*\)", "", text)
+    return re.sub(r", (at every size|across backbones and prompts)$", "", text).strip()
+
+
+def _reasons(before: list[str], part: pd.DataFrame) -> str:
+    """Why a statement's verdict differs from the earlier ledger's (``part``: its current comparisons)."""
+    reasons = []
+    if any("seed" in v or v.startswith("inconclusive (within") for v in before) or part["test"].str.contains(
+            "runs").any():
+        reasons.append("runs as units")
+    if part["expected"].isin(["no gain", "equal"]).any():
+        reasons.append("equivalence against the margin")
+    raw = [adjusted_verdict(v if is_tested(v) else v, e, d, m, p) if is_tested(v) else v
+           for v, e, d, m, p in zip(part["verdict"], part["expected"], pd.to_numeric(part["ours"], errors="coerce"),
+                                    part["margin side"], part["p"])]
+    if raw != part["verdict"].tolist():
+        reasons.append("multiplicity (BH over the ledger)")
+    if part["verdict"].str.startswith("one run").any():
+        reasons.append("one run per method: no verdict")
+    if part["verdict"].eq("significant but below the margin").any():
+        reasons.append("below the margin")
+    if len(part) > 1 or len(set(before)) > 1:
+        reasons.append("one verdict per statement")
+    return "; ".join(reasons) or "the test's data"
+
+
+def verdict_changes(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Each current statement whose verdict differs from the one an earlier ledger (stored in
+    ``results/ledger_history``, the newest commit stored) gave its rows: the earlier verdicts (counted), the
+    current one, and why (runs as units, equivalence, multiplicity, one run per method, the statement-level rule)."""
+    history = all_results(HISTORY)
+    if not history:
+        return pd.DataFrame(columns=["paper", "statement", "before", "after", "why"])
+    record = max(history, key=lambda r: r["provenance"].get("date", ""))
+    old = pd.DataFrame(record["rows"])
+    old_by_key = old.groupby(old["claim"].map(_key))["verdict"].apply(list)
+    table = statements(ledger)
+    frame = ledger.assign(statement=ledger["claim"].map(statement_of))
+    rows = []
+    for r in table.itertuples():
+        before = old_by_key.get(_key(r.statement), [])
+        summary = ", ".join(f"{v} x{n}" if n > 1 else v for v, n in pd.Series(before).value_counts().items())
+        if before and set(before) == {r.verdict}:
+            continue
+        part = frame[(frame["paper"] == r.paper) & (frame["statement"] == r.statement)]
+        rows.append({"paper": r.paper, "statement": r.statement, "before": summary or "not on the earlier ledger",
+                     "after": r.verdict, "why": _reasons(before, part) if before else "a new statement"})
+    return pd.DataFrame(rows, columns=["paper", "statement", "before", "after", "why"])
 
 
 def verdict_counts(statements_table: pd.DataFrame) -> pd.DataFrame:

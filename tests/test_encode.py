@@ -229,3 +229,44 @@ def test_a_bf16_backbone_encodes_on_cpu_under_its_own_cache_key(tiny_dir, tmp_pa
     assert resolve_dtype(None, "cuda") == torch.bfloat16 and resolve_dtype(None, "cpu") == torch.float32
     with pytest.raises(ValueError, match="unknown dtype 'fp8'"):
         load_backbone(tiny_dir, dtype="fp8")
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine per layer per text of two [L, n, d] arrays."""
+    return (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+
+MIXED = TEXTS + ["a much longer sentence that does not fit one packed row " * 12, "short", "two words"] + NASTY
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3", "qwen2"])
+@pytest.mark.parametrize("attention", ["causal", "bidirectional"])
+@pytest.mark.parametrize("prompt", ["none", "echo"])
+def test_packed_states_equal_the_padded_paths(arch, attention, prompt):
+    """The padding-free packed forward (short texts side by side, positions restarted, a block-diagonal mask) gives
+    every layer's last-token and mean states of the padded path: cosine >= 0.99999 per text per layer."""
+    from conftest import tiny_backbone
+
+    backbone = tiny_backbone(arch, attention)
+    config = EncodeConfig(prompt=prompt, max_length=256)
+    packed = encode(backbone, MIXED, config, cache=False, progress=False, row_tokens=64)
+    padded = encode(backbone, MIXED, config, cache=False, progress=False, row_tokens=None)
+    for pooling in ("last", "mean"):
+        assert _cosines(packed[pooling], padded[pooling]).min() >= 0.99999
+        np.testing.assert_allclose(packed[pooling], padded[pooling], atol=1e-4, rtol=1e-4)
+
+
+def test_packed_states_equal_the_padded_on_a_real_backbone(smollm2):
+    """The same on SmolLM2-135M (its massive activations included), with PromptEOL's template, every layer."""
+    texts = MIXED + [f"Sentence number {i} about a {w} that is short." for i, w in enumerate(["dog", "cat"] * 20)]
+    config = EncodeConfig(prompt="prompteol")
+    packed = encode(smollm2, texts, config, cache=False, progress=False)
+    padded = encode(smollm2, texts, config, cache=False, progress=False, row_tokens=None)
+    for pooling in ("last", "mean"):
+        assert _cosines(packed[pooling], padded[pooling]).min() >= 0.99999
+
+
+def test_row_tokens_must_be_a_width_or_none(tiny):
+    for bad in (0, 1, True, 2.5, "64"):
+        with pytest.raises(ValueError, match="row_tokens must be"):
+            encode(tiny, TEXTS, EncodeConfig(), cache=False, progress=False, row_tokens=bad)

@@ -5,7 +5,8 @@
   truncated without ever cutting the prompt, and so that Echo's second copy has exact positions;
 * poolings: ``last`` (final token; EOS if the prompt appends it) and ``mean`` (masked mean, from the
   prompt's ``mean_from_copy`` onwards: Echo pools its second copy plus the final token);
-* unique texts are sorted by token length and batched by a token budget, so padding is small;
+* unique texts are sorted by token length; short ones are packed padding-free into rows (positions restarted,
+  a block-diagonal mask: :mod:`repro.core.packing`), long ones batched by a token budget, so padding is small;
 * results are cached on disk in chunks keyed by everything that changes them (backbone identity and
   revision, attention mode, prompt, instruction, poolings, layers, max length, truncation, the chunk's
   texts), written atomically: a killed run resumes at the first missing chunk, a changed setting never
@@ -31,6 +32,7 @@ from tqdm.auto import tqdm
 
 from repro.core.backbones import Backbone
 from repro.core.distributed import barrier, world
+from repro.core.packing import ROW_TOKENS, assign_rows, pack, packed_hidden_states
 from repro.core.prompts import Prompt, get_prompt
 from repro.store.atomic import write_json, write_npy
 from repro.store.paths import states_dir
@@ -159,35 +161,88 @@ def length_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) ->
     return groups
 
 
-@torch.inference_mode()
-def _forward_pooled(backbone: Backbone, items: list[Tokenized], config: EncodeConfig, layers: list[int],
-                    batch_tokens: int, max_batch: int, progress: tqdm | None) -> dict[str, np.ndarray]:
+def _span_means(flat: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
+    """[L, n, d]: the mean of ``flat`` ([L, positions, d]) over each item's positions ``starts[i]:ends[i]``, by a
+    segment sum (index_add over the positions inside the spans: L x positions x d, not a dense averaging matmul)."""
+    counts = ends - starts
+    segment = torch.repeat_interleave(torch.arange(len(starts), device=flat.device), counts)
+    offsets = torch.arange(int(counts.sum()), device=flat.device) - torch.repeat_interleave(
+        torch.cumsum(counts, 0) - counts, counts)
+    positions = torch.repeat_interleave(starts, counts) + offsets
+    sums = torch.zeros((flat.shape[0], len(starts), flat.shape[2]), dtype=flat.dtype, device=flat.device)
+    sums.index_add_(1, segment, flat[:, positions])
+    return sums / counts[None, :, None].to(flat.dtype)
+
+
+def _pool_into(out: dict[str, np.ndarray], config: EncodeConfig, flat: torch.Tensor, index: list[int],
+               starts: torch.Tensor, ends: torch.Tensor) -> None:
+    """Write the pooled states of ``index`` (items) into ``out``: ``flat`` is [L, positions, d]; an item's
+    mean-pooling span is ``starts:ends`` and its last state is at ``ends - 1``."""
+    if "last" in config.poolings:
+        out["last"][:, index] = flat[:, ends - 1].cpu().numpy()
+    if "mean" in config.poolings:
+        out["mean"][:, index] = _span_means(flat, starts, ends).cpu().numpy()
+
+
+def _padded(backbone: Backbone, items: list[Tokenized], index: list[int], config: EncodeConfig, layers: list[int],
+            out: dict[str, np.ndarray], batch_tokens: int, max_batch: int, progress: tqdm | None) -> None:
+    """The padded path: items (sorted longest first) in batches of similar length, right-padded."""
     device = next(backbone.model.parameters()).device
     pad = pad_id(backbone.tokenizer)
-    d = backbone.hidden_size
-    out = {p: np.zeros((len(layers), len(items), d), dtype=np.float32) for p in config.poolings}
-    for group in length_batches([len(t.ids) for t in items], batch_tokens, max_batch):
+    for batch in length_batches([len(items[i].ids) for i in index], batch_tokens, max_batch):
+        group = [index[b] for b in batch]
         width = max(len(items[i].ids) for i in group)
         ids = torch.full((len(group), width), pad, dtype=torch.long)
         mask = torch.zeros((len(group), width), dtype=torch.long)
-        weights = torch.zeros((len(group), width), dtype=torch.float32)
         for row, i in enumerate(group):
-            n = len(items[i].ids)
-            ids[row, :n] = torch.tensor(items[i].ids)
-            mask[row, :n] = 1
-            weights[row, items[i].mean_start:n] = 1.0
-        ids, mask, weights = ids.to(device), mask.to(device), weights.to(device)
+            ids[row, :len(items[i].ids)] = torch.tensor(items[i].ids)
+            mask[row, :len(items[i].ids)] = 1
+        ids, mask = ids.to(device), mask.to(device)
         hidden = backbone.hidden_states(ids, mask)
-        stacked = torch.stack([hidden[layer] for layer in layers]).float()  # [L, B, T, d]
-        if "last" in config.poolings:
-            last = mask.sum(1) - 1
-            pooled = stacked[:, torch.arange(len(group), device=device), last]
-            out["last"][:, group] = pooled.cpu().numpy()
-        if "mean" in config.poolings:
-            pooled = torch.einsum("lbtd,bt->lbd", stacked, weights) / weights.sum(1)[None, :, None]
-            out["mean"][:, group] = pooled.cpu().numpy()
+        flat = torch.stack([hidden[layer] for layer in layers]).float().flatten(1, 2)  # [L, B * T, d]
+        begin = torch.arange(len(group), device=device) * width
+        starts = begin + torch.tensor([items[i].mean_start for i in group], device=device)
+        _pool_into(out, config, flat, group, starts, begin + mask.sum(1))
         if progress is not None:
             progress.update(int(mask.sum()))
+
+
+def _packed(backbone: Backbone, items: list[Tokenized], index: list[int], config: EncodeConfig, layers: list[int],
+            out: dict[str, np.ndarray], batch_tokens: int, row_tokens: int, progress: tqdm | None) -> None:
+    """The padding-free path (:mod:`repro.core.packing`): items of at most ``row_tokens`` tokens side by side in
+    rows, positions restarted, a block-diagonal mask; ``batch_tokens // row_tokens`` rows per decoder forward."""
+    device = next(backbone.model.parameters()).device
+    pad = pad_id(backbone.tokenizer)
+    causal = backbone.attention == "causal"
+    layout = assign_rows([len(items[i].ids) for i in index], row_tokens)
+    per_forward = max(1, batch_tokens // row_tokens)
+    for first in range(0, len(layout), per_forward):
+        group = [index[j] for row in layout[first:first + per_forward] for j in row]
+        packed = pack([items[i].ids for i in group], pad, causal, row_tokens).to(device)
+        hidden = packed_hidden_states(backbone, packed)
+        flat = torch.stack([hidden[layer] for layer in layers]).float().flatten(1, 2)  # [L, rows * width, d]
+        begin = packed.row * packed.ids.shape[1] + packed.start
+        starts = begin + torch.tensor([items[i].mean_start for i in group], device=device)
+        _pool_into(out, config, flat, group, starts, begin + packed.length)
+        if progress is not None:
+            progress.update(packed.tokens)
+
+
+@torch.inference_mode()
+def _forward_pooled(backbone: Backbone, items: list[Tokenized], config: EncodeConfig, layers: list[int],
+                    batch_tokens: int, max_batch: int, progress: tqdm | None,
+                    row_tokens: int | None = ROW_TOKENS) -> dict[str, np.ndarray]:
+    """Every layer's pooled states of ``items``, ONE decoder forward per batch: items of at most ``row_tokens``
+    tokens packed padding-free (:func:`_packed`), longer ones (or all, with ``row_tokens=None``) padded in batches
+    of similar length (:func:`_padded`). Both give the same states within float rounding (tested)."""
+    d = backbone.hidden_size
+    out = {p: np.zeros((len(layers), len(items), d), dtype=np.float32) for p in config.poolings}
+    short = [i for i, t in enumerate(items) if row_tokens is not None and len(t.ids) <= row_tokens]
+    long = [i for i, t in enumerate(items) if row_tokens is None or len(t.ids) > row_tokens]
+    if long:
+        _padded(backbone, items, long, config, layers, out, batch_tokens, max_batch, progress)
+    if short:
+        _packed(backbone, items, short, config, layers, out, batch_tokens, row_tokens, progress)
     return out
 
 
@@ -237,7 +292,7 @@ def forget_recent() -> None:
 def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None = None, *,
            cache: bool = True, cache_root: Path | None = None, batch_tokens: int = 8192, max_batch: int = 64,
            progress: bool = True, select: tuple[str, int] | None = None,
-           chunk_size: int | None = None) -> dict[str, np.ndarray]:
+           chunk_size: int | None = None, row_tokens: int | None = ROW_TOKENS) -> dict[str, np.ndarray]:
     """Pooled states ``{pooling: array[layers, len(texts), hidden]}`` (float32), in the order of ``texts``.
 
     ``layers`` are hidden-state indices: 0 is the embedding output, ``num_layers`` the final
@@ -245,8 +300,12 @@ def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None
     ``select=(pooling, position)``: return only that pooling and that position of the config's layer list
     (``{pooling: array[1, len(texts), hidden]}``), without copying the other layers. ``chunk_size``: texts per
     cache file (default :data:`CHUNK_SIZE`), and the unit of work of each rank when several processes encode (they
-    need ``cache=True``).
+    need ``cache=True``). ``row_tokens``: texts of at most this many tokens are packed padding-free into rows of
+    that width (:mod:`repro.core.packing`), longer ones padded in batches of similar length; None pads every batch.
+    Both paths give the same states within float rounding, so the setting is not part of the cache key.
     """
+    if row_tokens is not None and (isinstance(row_tokens, bool) or not isinstance(row_tokens, int) or row_tokens < 2):
+        raise ValueError(f"row_tokens must be an integer >= 2 or None, got {row_tokens!r}")
     config = config or EncodeConfig()
     texts = check_texts(texts)
     prompt = get_prompt(config.prompt)
@@ -295,7 +354,7 @@ def encode(backbone: Backbone, texts: Sequence[str], config: EncodeConfig | None
         bar = tqdm(total=todo_tokens, unit="tok", desc=label, disable=not progress or not todo_tokens)
         for i in sorted(mine):
             pooled = _forward_pooled(backbone, [tokenized[j] for j in chunks[i]], config, layers, batch_tokens,
-                                     max_batch, bar)
+                                     max_batch, bar, row_tokens)
             for p, array in pooled.items():
                 states[p][:, chunks[i]] = array
                 if cache:

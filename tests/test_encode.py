@@ -270,3 +270,42 @@ def test_row_tokens_must_be_a_width_or_none(tiny):
     for bad in (0, 1, True, 2.5, "64"):
         with pytest.raises(ValueError, match="row_tokens must be"):
             encode(tiny, TEXTS, EncodeConfig(), cache=False, progress=False, row_tokens=bad)
+
+
+def test_official_tokenization_is_the_filled_template_in_one_call(smollm2):
+    """EmbedFilter's official PromptEOL: the filled template tokenized in one call ("guitar" "." '"' become
+    "guitar" '."' in SmolLM2), a too long text cut and re-tokenized so the prompt is never cut; the earlier
+    piece-wise form stays the default and keeps its cache key."""
+    prompt = get_prompt("prompteol")
+    official = EncodeConfig(prompt="prompteol", tokenization="official", max_length=48, truncation="head_tail")
+    tokenize = Tokenizer(smollm2.tokenizer, prompt, official)
+    for text in TEXTS:
+        assert tokenize(text).ids == smollm2.tokenizer(prompt.render(text), add_special_tokens=False).input_ids
+    pieces = Tokenizer(smollm2.tokenizer, prompt, EncodeConfig(prompt="prompteol"))("A man is playing a guitar.")
+    assert pieces.ids != tokenize("A man is playing a guitar.").ids  # the boundary merge differs
+    tail = smollm2.tokenizer('" means in one word:"', add_special_tokens=False).input_ids[-4:]
+    for text in ["word " * 300, "x" * 100_000, "a." * 200]:
+        ids = tokenize(text).ids
+        assert len(ids) <= 48 and ids[-4:] == tail  # the prompt's end survives the cut
+    assert encode_module.settings_key(smollm2, EncodeConfig())["config"] == {
+        "prompt": "none", "poolings": ("last", "mean"), "max_length": 512, "truncation": "head", "instruction": "",
+        "layers": None}  # the default's key as before the setting existed
+    assert encode_module.settings_key(smollm2, official)["config"]["tokenization"] == "official"
+    with pytest.raises(ValueError, match="unknown tokenization"):
+        EncodeConfig(tokenization="one-call")
+
+
+def test_official_echo_has_bos_and_copies_cut_to_max_length(smollm2):
+    """EmbedFilter's official Echo: BOS always in front, each copy of the text cut to its first max_length tokens,
+    the mean over the second copy and EOS."""
+    config = EncodeConfig(prompt="echo", tokenization="official", max_length=16)
+    item = Tokenizer(smollm2.tokenizer, get_prompt("echo"), config)("word " * 40)
+    text = smollm2.tokenizer("word " * 40, add_special_tokens=False).input_ids[:16]
+    assert item.ids[0] == smollm2.tokenizer.bos_token_id and item.ids[-1] == smollm2.tokenizer.eos_token_id
+    pieces = [smollm2.tokenizer(p, add_special_tokens=False).input_ids for p in get_prompt("echo").literal_segments()]
+    assert item.ids[item.mean_start:-1] == text and item.ids[1 + len(pieces[0]):1 + len(pieces[0]) + 16] == text
+    assert len(item.ids) == 1 + len(pieces[0]) + 16 + len(pieces[1]) + 16 + len(pieces[2]) + 1
+    states = encode(smollm2, ["word " * 40, "short"], EncodeConfig(prompt="echo", tokenization="official",
+                                                                   layers=(smollm2.num_layers,)),
+                    cache=False, progress=False)
+    assert np.isfinite(states["mean"]).all()

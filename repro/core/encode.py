@@ -35,10 +35,12 @@ from repro.core.distributed import barrier, world
 from repro.core.packing import ROW_TOKENS, assign_rows, pack, packed_hidden_states
 from repro.core.prompts import Prompt, get_prompt
 from repro.store.atomic import write_json, write_npy
+from repro.store.identity import config_identity
 from repro.store.paths import states_dir
 
 POOLINGS = ("last", "mean")
 TRUNCATIONS = ("head", "head_tail")
+TOKENIZATIONS = ("pieces", "official")
 ENCODER_VERSION = 1  # bump when a change to this module changes its output
 CHUNK_SIZE = 2048  # texts per cache file
 MAX_CHARS_PER_TOKEN = 32  # texts are clipped to max_length * this many characters before tokenizing
@@ -54,6 +56,13 @@ class EncodeConfig:
     truncation: str = "head"  # "head": keep the first tokens; "head_tail": first and last halves
     instruction: str = ""
     layers: tuple[int, ...] | None = None  # hidden-state indices (0 = embeddings); None = all
+    # "pieces": the template's literal pieces and the text tokenized apart (the book's earlier runs); "official": as
+    # EmbedFilter's official scripts do: a one-slot template (PromptEOL) filled and tokenized in ONE call (the text
+    # truncated and the template re-tokenized when too long, so the prompt is never cut); Echo's pieces with BOS
+    # always in front and each copy of the text cut to its first ``max_length`` tokens
+    tokenization: str = "pieces"
+
+    ADDED_LATER = ("tokenization",)  # not in the keys while at its default (repro.store.identity)
 
     def __post_init__(self):
         get_prompt(self.prompt)
@@ -62,6 +71,8 @@ class EncodeConfig:
             raise ValueError(f"unknown pooling {bad or '(none given)'}; valid: {', '.join(POOLINGS)}")
         if self.truncation not in TRUNCATIONS:
             raise ValueError(f"unknown truncation '{self.truncation}'; valid: {', '.join(TRUNCATIONS)}")
+        if self.tokenization not in TOKENIZATIONS:
+            raise ValueError(f"unknown tokenization '{self.tokenization}'; valid: {', '.join(TOKENIZATIONS)}")
         if not isinstance(self.max_length, int) or self.max_length < 2:
             raise ValueError(f"max_length must be an integer >= 2, got {self.max_length!r}")
 
@@ -115,6 +126,8 @@ class Tokenizer:
                          for s in prompt.literal_segments(config.instruction)]
         fixed = len(self.bos) + len(self.eos) + sum(map(len, self.literals))
         self.per_copy = (config.max_length - fixed) // max(prompt.copies, 1)
+        if config.tokenization == "official" and prompt.copies > 1:  # official Echo: max_length text tokens a copy
+            self.per_copy = config.max_length
         if self.per_copy < 1:
             raise ValueError(
                 f"max_length={config.max_length} leaves no room for the text in prompt "
@@ -125,9 +138,32 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"texts must be str, got {type(text).__name__}")
         text = _clip_chars(text, self.config.max_length * MAX_CHARS_PER_TOKEN, self.config.truncation)
+        if self.config.tokenization == "official":
+            return self._official(text)
         text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
         text_ids = _truncate(text_ids, self.per_copy, self.config.truncation)
-        ids = list(self.bos) + list(self.literals[0])
+        return self._assemble(text_ids, self.bos)
+
+    def _official(self, text: str) -> Tokenized:
+        """EmbedFilter's official tokenization (``run4qwen_prompteol.py``, ``run4qwen_echo.py``)."""
+        if self.prompt.copies > 1:  # Echo: BOS always (EOS standing in where there is none), each copy <= max_length
+            bos = self.tok.bos_token_id if self.tok.bos_token_id is not None else eos_id(self.tok)
+            text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
+            return self._assemble(text_ids[: self.per_copy], [int(bos)])
+        text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
+        budget = self.per_copy
+        while True:  # one call on the filled template; a too long text is cut and the template re-tokenized
+            cut = text if len(text_ids) <= budget else self.tok.decode(_truncate(text_ids, budget,
+                                                                                 self.config.truncation))
+            ids = list(self.bos) + self.tok(self.prompt.render(cut, self.config.instruction),
+                                            add_special_tokens=False).input_ids + self.eos
+            if len(ids) <= self.config.max_length or budget <= 0:
+                return Tokenized(ids, 0)
+            budget = min(budget, len(text_ids)) - (len(ids) - self.config.max_length)  # strictly smaller
+
+    def _assemble(self, text_ids: list[int], bos: list[int]) -> Tokenized:
+        """Specials, literal pieces and the text's token ids, each tokenized apart."""
+        ids = list(bos) + list(self.literals[0])
         mean_start = 0
         for copy, literal in enumerate(self.literals[1:]):
             if self.prompt.mean_from_copy == copy:
@@ -256,7 +292,7 @@ def settings_key(backbone: Backbone, config: EncodeConfig) -> dict:
     settings = {
         "backbone": backbone.identity,
         "prompt": asdict(prompt),
-        "config": asdict(config),
+        "config": config_identity(config),
         "encoder_version": ENCODER_VERSION,
         "dtype": str(weights.dtype),
     }

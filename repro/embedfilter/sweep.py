@@ -20,12 +20,13 @@ import numpy as np
 import pandas as pd
 
 from repro.core.backbones import STORED_DTYPE, LazyBackbone
-from repro.core.encode import EncodeConfig, count_tokens, encode
+from repro.core.encode import TOKENIZATIONS, EncodeConfig, count_tokens, encode
 from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.samples import nli_sentences, task_texts
 from repro.core.suites import describe_suite, suite_caps, suite_caps_text
 from repro.core.tasks import TASKS, check_task_names, data_fingerprint, suite_task
 from repro.embedfilter.filters import Normalized, make_filter, parse_variant, sweep_variants, unembedding_spectrum
+from repro.store.identity import config_identity
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "embedfilter"
@@ -49,12 +50,13 @@ def mean_scores(scores: pd.DataFrame, by: Sequence[str] = ("backbone", "prompt",
     return overall.join(per_cat).reset_index()
 
 
-def encode_config(backbone, prompt: str, max_length: int = 512) -> EncodeConfig:
-    """The final (post-norm) state only, pooled as the prompt requires, head+tail truncation."""
+def encode_config(backbone, prompt: str, max_length: int = 512, tokenization: str = "pieces") -> EncodeConfig:
+    """The final (post-norm) state only, pooled as the prompt requires, head+tail truncation; ``tokenization``:
+    "pieces" (the book's earlier runs) or "official" (EmbedFilter's official scripts: :class:`EncodeConfig`)."""
     if prompt not in PROMPT_POOLING:
         raise ValueError(f"EmbedFilter prompts are {', '.join(PROMPT_POOLING)}; got '{prompt}'")
     return EncodeConfig(prompt=prompt, poolings=(PROMPT_POOLING[prompt],), max_length=max_length,
-                        truncation="head_tail", layers=(backbone.num_layers,))
+                        truncation="head_tail", layers=(backbone.num_layers,), tokenization=tokenization)
 
 
 def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: int = 0,
@@ -72,15 +74,15 @@ def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: i
 
 def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants: Sequence[str] | None = None,
                      seed: int = 0, whiten_sentences: int = 2000, recompute: bool = False,
-                     progress: bool = True, protocol: str = "mteb") -> dict:
+                     progress: bool = True, protocol: str = "mteb", tokenization: str = "pieces") -> dict:
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol '{protocol}'; valid: {', '.join(PROTOCOLS)}")
     official = protocol == "official" and TASKS[task_name].category in NORMALISED_CATEGORIES
-    config = encode_config(backbone, prompt)
+    config = encode_config(backbone, prompt, tokenization=tokenization)
     variants = list(variants or sweep_variants())
     params = {"backbone": backbone.name, "revision": backbone.revision, "attention": backbone.attention,
               "task": task_name, "suite": suite, "caps": describe_suite(suite), "prompt": prompt,
-              "encode": config.__dict__ | {"poolings": list(config.poolings), "layers": list(config.layers)},
+              "encode": config_identity(config) | {"poolings": list(config.poolings), "layers": list(config.layers)},
               "variants": variants, "seed": seed, "whiten_sentences": whiten_sentences,
               "data": data_fingerprint(task_name)}
     if official:
@@ -115,8 +117,9 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
 def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", prompt: str = "prompteol",
                 tasks: Sequence[str] | None = None, variants: Sequence[str] | None = None, seed: int = 0,
                 whiten_sentences: int = 2000, recompute: bool = False, progress: bool = True,
-                protocol: str = "mteb") -> pd.DataFrame:
-    """Scores per (task, variant) for one backbone and prompt (``protocol``: see :data:`PROTOCOLS`)."""
+                protocol: str = "mteb", tokenization: str = "pieces") -> pd.DataFrame:
+    """Scores per (task, variant) for one backbone and prompt (``protocol``: see :data:`PROTOCOLS`;
+    ``tokenization``: "pieces" or "official", :class:`repro.core.encode.EncodeConfig`)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol '{protocol}'; valid: {', '.join(PROTOCOLS)}")
     suite_caps(suite)
@@ -124,13 +127,14 @@ def embedfilter(backbone_name: str = "smollm2-135m", suite: str = "compact", pro
     for v in variants or []:
         parse_variant(v)
     backbone = LazyBackbone(backbone_name, dtype=STORED_DTYPE)  # loaded only if a task is not stored
-    encode_config(backbone, prompt)
+    encode_config(backbone, prompt, tokenization=tokenization)
     frames = []
     for name in tasks:
         record = embedfilter_task(backbone, name, suite, prompt, variants, seed, whiten_sentences, recompute, progress,
-                                  protocol)
+                                  protocol, tokenization)
         frame = pd.DataFrame(record["rows"])
         frame["backbone"], frame["prompt"], frame["protocol"] = backbone_name, prompt, protocol
+        frame["tokenization"] = tokenization
         frames.append(frame)
         if progress:
             log.info("%s %s %s: done (%.0f s)", backbone_name, prompt, name, record["timings"]["task_seconds"])
@@ -146,9 +150,10 @@ def parse_run(text: str) -> tuple[str, str]:
 
 
 def sweep_scores(runs: Sequence[tuple[str, str]], suite: str, tasks: Sequence[str] | None,
-                 variants: Sequence[str], recompute: bool = False) -> pd.DataFrame:
+                 variants: Sequence[str], recompute: bool = False, tokenization: str = "pieces") -> pd.DataFrame:
     """The sweeps of several (backbone, prompt) runs on the same tasks, one frame (empty if no runs)."""
-    frames = [embedfilter(b, suite, p, tasks, variants, recompute=recompute, progress=False) for b, p in runs]
+    frames = [embedfilter(b, suite, p, tasks, variants, recompute=recompute, progress=False,
+                          tokenization=tokenization) for b, p in runs]
     if not frames:
         return pd.DataFrame(columns=["backbone", "prompt", "task", "category", "variant", "dims", "main_score"])
     return pd.concat(frames, ignore_index=True)
@@ -163,13 +168,15 @@ def describe_sweep(scores: pd.DataFrame, suite: str, label: str = "Scale") -> st
             "scores are mteb main scores x100.")
 
 
-def stored_scores(suite: str = "compact", protocol: str = "mteb") -> pd.DataFrame:
+def stored_scores(suite: str = "compact", protocol: str = "mteb", tokenization: str = "pieces") -> pd.DataFrame:
     """Every stored EmbedFilter row of a suite under one scoring protocol (:data:`PROTOCOLS`; the official one
-    exists for clustering and pair classification only), with backbone and prompt columns."""
+    exists for clustering and pair classification only) and one tokenization, with backbone and prompt columns."""
     frames = []
     for record in all_results(EXPERIMENT):
         p = record["params"]
         if p["suite"] != suite or p["data"] != data_fingerprint(p["task"]) or p.get("protocol", "mteb") != protocol:
+            continue
+        if p["encode"].get("tokenization", "pieces") != tokenization:
             continue
         frame = pd.DataFrame(record["rows"])
         frame["backbone"], frame["prompt"] = p["backbone"], p["prompt"]
@@ -198,11 +205,14 @@ def protocol_comparison(suite: str = "compact", variants: Sequence[str] = ("raw"
     return table.reset_index()
 
 
-def stored_pair_similarities(suite: str = "compact") -> dict[tuple[str, str, str, str], np.ndarray]:
-    """(backbone, prompt, task, variant) -> per-pair cosine similarities of the STS tasks."""
+def stored_pair_similarities(suite: str = "compact", tokenization: str = "pieces"
+                             ) -> dict[tuple[str, str, str, str], np.ndarray]:
+    """(backbone, prompt, task, variant) -> per-pair cosine similarities of the STS tasks (one tokenization)."""
     out = {}
     for record in all_results(EXPERIMENT):
         p = record["params"]
+        if p["encode"].get("tokenization", "pieces") != tokenization:
+            continue
         if p["suite"] == suite and p["data"] == data_fingerprint(p["task"]):  # never pair stale data with gold
             for variant, blob in record.get("pair_similarities", {}).items():
                 out[(p["backbone"], p["prompt"], p["task"], variant)] = decode_array(blob)
@@ -221,9 +231,12 @@ def main(argv=None):
     parser.add_argument("--recompute", action="store_true")
     parser.add_argument("--protocol", default="mteb", choices=PROTOCOLS,
                         help="official: L2-normalised embeddings for clustering and pair classification, cosine AP")
+    parser.add_argument("--tokenization", default="pieces", choices=TOKENIZATIONS,
+                        help="official: the filled PromptEOL template in one call, Echo with BOS and 512-token copies "
+                             "(EmbedFilter's official scripts); pieces: the book's earlier runs")
     args = parser.parse_args(argv)
     df = embedfilter(args.backbone, args.suite, args.prompt, args.tasks, args.variants, args.seed,
-                     recompute=args.recompute, protocol=args.protocol)
+                     recompute=args.recompute, protocol=args.protocol, tokenization=args.tokenization)
     print(df.groupby("variant")["main_score"].mean().sort_values().to_string())
 
 

@@ -21,6 +21,7 @@ from repro.core.evaluate import evaluate_layers
 from repro.core.samples import task_texts
 from repro.core.suites import describe_suite, suite_caps
 from repro.core.tasks import TASKS, check_task_names, data_fingerprint, suite_task
+from repro.store.identity import config_identity
 from repro.store.results import all_results, decode_array, encode_array, load_or_compute
 
 EXPERIMENT = "layerwise"
@@ -33,7 +34,7 @@ def layerwise_task(backbone, task_name: str, suite: str, config: EncodeConfig, l
     """Scores of the given layers (default: all) for one task; all layers are encoded (one forward) and
     cached either way, so scoring more layers later costs no encoding."""
     params = {"backbone": backbone.name, "revision": backbone.revision, "attention": backbone.attention,
-              "task": task_name, "suite": suite, "caps": describe_suite(suite), "encode": config.__dict__ | {
+              "task": task_name, "suite": suite, "caps": describe_suite(suite), "encode": config_identity(config) | {
                   "poolings": list(config.poolings), "layers": list(config.layers) if config.layers else None},
               "data": data_fingerprint(task_name), "scored_layers": layers}
 

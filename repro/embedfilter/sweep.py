@@ -35,7 +35,10 @@ EXPERIMENT = "embedfilter"
 # distance-based pair scores change; STS and retrieval use cosine, classification is left as is) and cosine AP as
 # the pair-classification score. Only those two categories get another result key.
 PROTOCOLS = ("mteb", "official")
-NORMALISED_CATEGORIES = ("Clustering", "PairClassification")
+NORMALISED_CATEGORIES = ("Clustering", "PairClassification")  # where L2 normalisation changes an mteb score
+# The official scripts L2-normalise for every task but classification with PromptEOL (run4qwen_prompteol.py); the
+# Echo scripts take l2_normalize and never use it (run4qwen_echo.py). Pair classification is reported as cosine AP.
+NORMALISING_PROMPTS = ("prompteol", "prompteol-summarize")
 PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
 
 log = logging.getLogger(__name__)
@@ -90,6 +93,14 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
 
     def compute():
         start = time.perf_counter()
+        if official and prompt not in NORMALISING_PROMPTS:  # Echo's official scoring: no normalisation, cosine AP
+            earlier = embedfilter_task(backbone, task_name, suite, prompt, variants, seed, whiten_sentences, recompute,
+                                       progress, "mteb", tokenization)
+            rows = pd.DataFrame(earlier["rows"])
+            if "cosine_ap" in rows:
+                rows = rows.assign(mteb_main_score=rows["main_score"], main_score=rows["cosine_ap"])
+            extra = {k: earlier[k] for k in ("matches_mteb", "pair_similarities") if k in earlier}
+            return rows, earlier["timings"] | {"derived_from_mteb_record": True}, extra
         maps = filters_for(backbone, config, variants, seed, whiten_sentences, progress)
         if official:
             maps = {name: Normalized(fmap, backbone.hidden_size) for name, fmap in maps.items()}

@@ -22,13 +22,16 @@ QUOTED = {  # the paper and its official code, quoted
     "training data, budget": "2,048 examples per step x 1,000 steps of its mixture",
     "optimiser": "lr 1e-5, 100 warm-up steps, linear decay over 1,000",
     "LoRA": "r 16, alpha 32, dropout 0.1 on every projection",
-    "loss, negatives": "HardNegativeNLLLoss, scale 50 (tau 0.02), per-device batch 1 x 256 accumulation, so a "
-                       "query sees the positives and hard negatives gathered across devices",
+    "loss, negatives": "HardNegativeNLLLoss() at its default scale 20 (tau 0.05: loss/HardNegativeNLLLoss.py:81; "
+                       "every trainer builds it without the loss_scale argument, model1_trainer.py:315 to "
+                       "model5_trainer.py:336), per-device batch 1 x 256 accumulation on 8 devices, so a query sees "
+                       "the 8 positives and 8 hard negatives gathered across devices (15 negatives)",
     "pooling head": "PerceiverResampler: 768 latents, cross-attention of 32 heads x 2,048 dims (inner width 16 d; "
-                    "~1.07 B of its ~1.28 B parameters), latents and layer embedding N(0, 1); model 4 does not mask "
-                    "padding",
+                    "~1.07 B of its ~1.28 B parameters), latents and layer embedding N(0, 1); model 4's head does "
+                    "not mask padding, which matters only at evaluation (training puts one example on each device)",
     "evaluation inputs": "E5-style task instructions glued before every text (queries only for retrieval)",
-    "tasks": "the full MTEB English tasks",
+    "tasks": "mteb_task.py's 47-entry list (STS 8, classification 6, clustering 11, pair classification 3, "
+             "reranking 4, retrieval 14, summarization 1); neither STS17 nor AmazonCounterfactualClassification",
 }
 
 

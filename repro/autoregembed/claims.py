@@ -17,12 +17,17 @@ from repro.autoregembed.experiments.ablations import LABELS, grid_cells, grid_la
 from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.core.comparison import claims_table
 from repro.core.tasks import STS7_TASKS
+from repro.core.verdicts import SUPPORTED, claim_p, decide, is_tested, runs_test
 
 FULL_VARIANT = LABELS["full"]
 # the paper's statements, in its words, shared by every page that tests them (one statement, one verdict)
 COMPRESSION_BEATS = "compression alone beats the untrained last token (Tables 1-2: 73.90 vs 56.91)"
 ALIGNMENT = "alignment improves on compression only (Tables 1-2: 83.24 vs 73.90)"
 BEATS_CONTRASTIVE = "AutoRegEmbed beats contrastive training on the same data (Tables 1-2: 83.24 vs 81.53)"
+BEATS_PROMPTS = "AutoRegEmbed beats training-free prompt methods (PromptEOL; Tables 1-2)"
+MEMORY = "alignment (B comparisons) is more memory-efficient than contrastive learning (B^2)"
+# fixed models the data-efficiency curve's AutoRegEmbed runs are tested against (a one-sample test per size)
+FIXED_REFERENCES = {"compression only": ALIGNMENT, "PromptEOL": BEATS_PROMPTS}
 TABLE_ORDER = ["last token", "mean", "PromptEOL", "last token, in-batch", "last token, in-batch + hard negative",
                "mean, in-batch", "mean, in-batch + hard negative", "compression only", "AutoRegEmbed"]
 
@@ -66,8 +71,8 @@ def table_claims(wide: pd.DataFrame) -> pd.DataFrame:
 
 def _paired_points(curve: pd.DataFrame, candidate: str, references: pd.Series | None) -> pd.DataFrame:
     paired = curve.pivot_table(index=["examples", "seed"], columns="method", values="STS average")
-    if references is not None and "compression only" in references.index and candidate == "AutoRegEmbed":
-        paired = paired.assign(**{"compression only": float(references["compression only"])})
+    if references is not None and candidate == "AutoRegEmbed":  # fixed models: the same value at every point
+        paired = paired.assign(**{r: float(references[r]) for r in FIXED_REFERENCES if r in references.index})
     return paired
 
 
@@ -79,20 +84,19 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
     ``references`` holding "compression only" (one stage-1 model, one run), the paper's Table 3 claim that
     alignment improves on it, per size: a one-sample test of the size's runs against that one fixed model they
     start from."""
-    from repro.core.verdicts import claim_p, decide, runs_test
-
     paired = _paired_points(curve, candidate, references)
     others = [m for m in curve.method.unique() if m != candidate]
     claims = [(f"{candidate} beats {other} at equal training data, at every size (Figure 3)", other)
               for other in others]
-    if "compression only" in paired and "compression only" not in others:
-        claims.append((ALIGNMENT, "compression only"))
+    claims += [(statement, reference) for reference, statement in FIXED_REFERENCES.items()
+               if reference in paired and reference not in others]
     rows = []
     for claim, other in claims:
         for size, part in paired.groupby(level="examples"):
             a = part[candidate].dropna().to_numpy()
-            b = (part[other].dropna().to_numpy()[:1] if other == "compression only" else part[other].dropna().to_numpy())
-            test = runs_test(a, b, fixed=other == "compression only")
+            fixed = other in FIXED_REFERENCES
+            b = part[other].dropna().to_numpy()[:1] if fixed else part[other].dropna().to_numpy()
+            test = runs_test(a, b, fixed=fixed)
             ci = test.get("90% CI", (np.nan, np.nan))
             rows.append({"claim (paper)": claim, "comparison": f"{candidate} vs {other}", "category": f"{size} triplets",
                          "expected": "better", "paired": len(a), "mean first": a.mean() if len(a) else np.nan,
@@ -194,6 +198,9 @@ def grid_claims(wide: pd.DataFrame, choice: tuple[float, float] = GRID_CHOICE) -
                 grid_label(tau0, beta0), "STS", "worse") for b in betas if b < beta0]
     claims += [(f"beta={b} brings no gain over the paper's beta={beta0} (Appendix F: 83.04 vs 83.24; tau={tau0})",
                 grid_label(tau0, b), grid_label(tau0, beta0), "STS", "no gain") for b in betas if b > beta0]
+    claims += [("the results are stable elsewhere in the tau x beta grid (Appendix F)", grid_label(t, b),
+                grid_label(tau0, beta0), "STS", "equal") for t in temperatures for b in betas
+               if t != 1.0 and (t, b) != (tau0, beta0)]
     claims = [c for c in claims if c[1] in cells and c[2] in cells]
     return claims_table(wide, claims) if claims else pd.DataFrame()
 
@@ -213,8 +220,6 @@ def not_reproduced(*tables: pd.DataFrame) -> pd.DataFrame:
     """The claims of ``tables`` that a test decided and that are not "supported" (contradicted, inconclusive,
     significant but below the margin); rows with no verdict (one run per method, untestable, a model against
     itself) are not listed: they neither reproduced nor failed to."""
-    from repro.core.verdicts import SUPPORTED, is_tested
-
     rows = pd.concat([t for t in tables if len(t)], ignore_index=True) if any(len(t) for t in tables) else pd.DataFrame()
     if not len(rows):
         return rows
@@ -234,7 +239,7 @@ def memory_claim(costs: pd.DataFrame) -> dict:
     usable = len(memory) and np.isfinite(memory.to_numpy(dtype=float)).all() and (memory > 0).all()
     # one deterministic measurement per batch size: a measured comparison, reported apart from the tested claims
     verdict = "missing results" if not usable else "holds (measured)" if cheaper else "does not hold (measured)"
-    return {"claim (paper)": "alignment (B comparisons) is more memory-efficient than contrastive learning (B^2)",
+    return {"claim (paper)": MEMORY,
             "batch sizes": list(memory.index), "memory align / contrastive": [round(float(m), 2) for m in memory],
             "time align / contrastive": [round(float(t), 2) for t in time],
             "verdict at our scale": verdict}

@@ -15,11 +15,9 @@ or from the claim text the claims module gives.
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
-from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims
+from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, memory_claim
 from repro.autoregembed.claims import table_claims as p3_claims
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments import search as p3_search
@@ -27,31 +25,30 @@ from repro.autoregembed.experiments.ablations import ablation_scores
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
+from repro.autoregembed.objective_cost import objective_costs
 from repro.book.pages import page_parameters
 from repro.core.comparison import DISAGREE, claims_table, per_task_scores, with_adjusted_p
 from repro.core.seeds import one_seed, seeded_claims
 from repro.core.stats import UNSETTLED
 from repro.core.suites import suite_caps_text
-from repro.core.verdicts import (
-    CONTRADICTED,
-    INCONCLUSIVE,
-    SUPPORTED,
-    TASKS_TEST,
-    adjusted_verdict,
-    is_tested,
-    statement_verdict,
-)
+from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, TASKS_TEST, adjusted_verdict
 from repro.embedfilter.claims import best_variant_tests, tests_against
 from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
 from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
 from repro.embedfilter.sweep import parse_run, sweep_scores
-from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS, TABLE_CLAIMS, best_vs_last_layer, present_claims
+from repro.pooling_attention.claims import (
+    ROBUSTNESS_CLAIMS,
+    TABLE_CLAIMS,
+    best_vs_last_layer,
+    layer_similarity_claims,
+    present_claims,
+)
 from repro.pooling_attention.claims import table_claims as p1_claims
 from repro.pooling_attention.converged import converged_scores
+from repro.pooling_attention.layer_similarity import layer_correlation
 from repro.pooling_attention.layerwise import layerwise
 from repro.pooling_attention.trained import CAP, converged_config, evaluate_models
-from repro.store.results import all_results
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current"]
@@ -61,7 +58,6 @@ PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
           3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
 WILCOXON = TASKS_TEST  # deterministic methods: tasks are the units
 LAST_LAYER = "the last layer is not always the best (Figure 2)"
-ANY = {LAST_LAYER}  # statements of existence: supported by any one of their comparisons
 NOT_QUOTED = "not quoted in the book"
 # "edge is the best" needs a significant win over every other variant: short of that, say which way it falls short
 VERDICTS = {"not supported at this scale": "not supported (not significantly better than every other variant)"}
@@ -119,13 +115,18 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                      "statistic": f"p = {r['p (Wilcoxon)']:.4f}, best layer {r['best layer']} vs last {r['last layer']}",
                      "expected": "better", "p": float(r["p (Wilcoxon)"]), "margin side": "", "verdict": verdict,
                      "page": "p1_layerwise_mteb", "current": True})
+    corr = page_parameters("p1_layer_correlation", profile)
+    matrices = {b: pd.DataFrame(layer_correlation(b, corr["n_sentences"], recompute=recompute)["rows"])
+                for b in corr["backbones"]}
+    figure1 = _from_claims(1, layer_similarity_claims(matrices), f"EOS states of {corr['n_sentences']} STS-B "
+                           "sentences, every layer pair", "p1_layer_correlation")
     t = page_parameters("p1_tables", profile)
     backbone = t["backbones"][0]
     train = _fixed_budget(t)
     wide = per_task_scores(evaluate_models(backbone, t["models"], t["suite"], t["tasks"], recompute, **train))
     scale = (f"{backbone}, models {t['models']}, {t['steps']} steps x {t['batch_size']} SNLI triplets (the earlier "
              f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
-    parts = [pd.DataFrame(rows, columns=COLUMNS),
+    parts = [pd.DataFrame(rows, columns=COLUMNS), figure1,
              _from_claims(1, one_seed(p1_claims(wide)), scale, "p1_tables", current=False)]
     # the same claims under the declared budget rule, for the pairs of models with converged runs stored
     parts.append(_converged_rows(backbone, converged_scores(backbone, t["models"])[0], TABLE_CLAIMS, "compact"))
@@ -248,6 +249,19 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     quoted_grid = (grid["claim (paper)"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
                                              if "Appendix F:" in c else NOT_QUOTED) if len(grid) else None)
     step = f"{base_t.steps} stage-2 steps x {base_t.batch_size} triplets, seed {base_t.seed}"
+    m = page_parameters("p3_memory", profile)
+    memory = memory_claim(objective_costs(m["batch_sizes"], m["backbone"], m["steps"], m["max_length"],
+                                          recompute=recompute))
+    measured = {"holds (measured)": SUPPORTED, "does not hold (measured)": CONTRADICTED}.get(
+        memory["verdict at our scale"], memory["verdict at our scale"])
+    memory_row = pd.DataFrame([{
+        "paper": PAPERS[3], "claim": memory["claim (paper)"], "tier": HEADLINE,
+        "scale": f"{m['backbone']}, batch sizes {memory['batch sizes']}, {m['steps']} steps each",
+        "ours": "", "paper (quoted)": NOT_QUOTED, "test": "measured: alignment's peak memory below InfoNCE's at every "
+                                                       "batch size (one measurement each, no statistical test)",
+        "statistic": "memory ratio " + ", ".join(f"{r:.2f}" for r in memory["memory align / contrastive"]),
+        "expected": "better", "p": float("nan"), "margin side": "", "verdict": measured, "page": "p3_memory",
+        "current": True}], columns=COLUMNS)
     converged = paper3_converged_rows(profile)
     tables = one_seed(p3_claims(wide))
     # a statement the budget rule's runs test supersedes the single-run Tables page's rows of it
@@ -266,6 +280,7 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                             f"{base_a.seed}, '{a['suite']}' suite", "p3_ablations",
                      test=held, quoted=quoted_grid, tier=ABLATION),
         converged,
+        memory_row,
     ]
     return pd.concat(parts, ignore_index=True)
 
@@ -319,118 +334,6 @@ def claims_ledger(profile: str = "standard", recompute: bool = False) -> pd.Data
 def statement_of(claim: str) -> str:
     """The paper's statement a comparison row tests: its claim without the bracketed comparison."""
     return claim.split(" [")[0]
-
-
-def statements(ledger: pd.DataFrame) -> pd.DataFrame:
-    """One row per paper statement: its tier, its comparisons, the range of their differences, the largest
-    adjusted p, and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
-    supported by any one supported comparison)."""
-    rows = []
-    frame = ledger.assign(statement=ledger["claim"].map(statement_of))
-    for (paper, statement), part in frame.groupby(["paper", "statement"], sort=False):
-        verdicts = part["verdict"].tolist()
-        if statement in ANY:  # "not always": one supported comparison shows it; all contradicted refute it
-            verdict = (SUPPORTED if SUPPORTED in verdicts else CONTRADICTED if set(verdicts) == {CONTRADICTED}
-                       else statement_verdict([v for v in verdicts if v != CONTRADICTED]))
-        else:
-            verdict = statement_verdict(verdicts)
-        ours = pd.to_numeric(part["ours"], errors="coerce")
-        rows.append({"paper": paper, "statement": statement, "tier": part["tier"].iloc[0],
-                     "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
-                                                        f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
-                     else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
-                     "largest p (BH)": part["p (BH)"].max(), "verdict": verdict,
-                     "pages": ", ".join(dict.fromkeys(part["page"]))})
-    return pd.DataFrame(rows)
-
-
-def history(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
-    """How the verdicts changed: each statement tested on a superseded run (the earlier fixed training budget,
-    Paper 3's single-run Tables page), its verdict there and its current verdict (or "not tested now")."""
-    rows = all_comparisons(profile, recompute)
-    old = rows[~rows["current"].astype(bool)]
-    # a superseded run's rows were one run per method: what its test over tasks found, at the raw p
-    old = old.assign(verdict=old["verdict"].str.replace(r"^one run per method, no verdict \(over tasks: (.*)\)$",
-                                                          r"\1", regex=True), **{"p (BH)": float("nan")})
-    old = statements(old)
-    now = statements(claims_ledger(profile, recompute)).set_index(["paper", "statement"])["verdict"]
-    if old.empty:
-        return old
-    old["current verdict"] = [now.get((p, s), "not tested now") for p, s in zip(old["paper"], old["statement"])]
-    return old[["paper", "statement", "pages", "verdict", "current verdict"]].rename(
-        columns={"verdict": "superseded (one run, over tasks)", "pages": "superseded page"})
-
-
-HISTORY = "ledger_history"  # the ledger as earlier code computed it (scripts/ledger_snapshot.py)
-ALIASES = {"'tanh' is worse than the full loss": "tanh performs similarly to the sigmoid",
-           "'strategy 1: q as target' is worse than the full loss": "strategy 1 performs similarly to the original loss"}
-
-
-def _key(claim: str) -> str:
-    """A statement's wording without its parenthetical sources and scope qualifiers, so an earlier ledger's rows
-    find the statement they tested (``ALIASES``: statements the earlier ledger misread)."""
-    text = ALIASES.get(statement_of(claim), statement_of(claim))
-    text = re.sub(r"\s*\([^()]*\)", "", text)
-    return re.sub(r", (at every size|across backbones and prompts)$", "", text).strip()
-
-
-def _reasons(before: list[str], part: pd.DataFrame) -> str:
-    """Why a statement's verdict differs from the earlier ledger's (``part``: its current comparisons)."""
-    reasons = []
-    if any("seed" in v or v.startswith("inconclusive (within") for v in before) or part["test"].str.contains(
-            "runs").any():
-        reasons.append("runs as units")
-    if part["expected"].isin(["no gain", "equal"]).any():
-        reasons.append("equivalence against the margin")
-    raw = [adjusted_verdict(v if is_tested(v) else v, e, d, m, p) if is_tested(v) else v
-           for v, e, d, m, p in zip(part["verdict"], part["expected"], pd.to_numeric(part["ours"], errors="coerce"),
-                                    part["margin side"], part["p"])]
-    if raw != part["verdict"].tolist():
-        reasons.append("multiplicity (BH over the ledger)")
-    if part["verdict"].str.startswith("one run").any():
-        reasons.append("one run per method: no verdict")
-    if part["verdict"].eq("significant but below the margin").any():
-        reasons.append("below the margin")
-    if len(part) > 1 or len(set(before)) > 1:
-        reasons.append("one verdict per statement")
-    return "; ".join(reasons) or "the test's data"
-
-
-def verdict_changes(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Each current statement whose verdict differs from the one an earlier ledger (stored in
-    ``results/ledger_history``, the newest commit stored) gave its rows: the earlier verdicts (counted), the
-    current one, and why (runs as units, equivalence, multiplicity, one run per method, the statement-level rule)."""
-    history = all_results(HISTORY)
-    if not history:
-        return pd.DataFrame(columns=["paper", "statement", "before", "after", "why"])
-    record = max(history, key=lambda r: r["provenance"].get("date", ""))
-    old = pd.DataFrame(record["rows"])
-    old_by_key = old.groupby(old["claim"].map(_key))["verdict"].apply(list)
-    table = statements(ledger)
-    frame = ledger.assign(statement=ledger["claim"].map(statement_of))
-    rows = []
-    for r in table.itertuples():
-        before = old_by_key.get(_key(r.statement), [])
-        summary = ", ".join(f"{v} x{n}" if n > 1 else v for v, n in pd.Series(before).value_counts().items())
-        if before and set(before) == {r.verdict}:
-            continue
-        part = frame[(frame["paper"] == r.paper) & (frame["statement"] == r.statement)]
-        rows.append({"paper": r.paper, "statement": r.statement, "before": summary or "not on the earlier ledger",
-                     "after": r.verdict, "why": _reasons(before, part) if before else "a new statement"})
-    return pd.DataFrame(rows, columns=["paper", "statement", "before", "after", "why"])
-
-
-def verdict_counts(statements_table: pd.DataFrame) -> pd.DataFrame:
-    """Per paper and tier: how many statements got each verdict."""
-    return statements_table.groupby(["paper", "tier", "verdict"]).size().unstack(fill_value=0)
-
-
-def summary_counts(counts: pd.Series) -> dict:
-    """One paper's (or tier's) row of :func:`verdict_counts` as :func:`repro.book.summaries.summary_markdown`'s
-    counts: supported, tested (every verdict but untestable, missing and no-verdict ones), untestable."""
-    untested = int(sum(n for v, n in counts.items() if not is_tested(str(v))))
-    return {"supported": int(counts.get(SUPPORTED, 0)), "contradicted": int(counts.get(CONTRADICTED, 0)),
-            "tested": int(counts.sum()) - untested, "untestable": untested}
 
 
 def describe_scales(profile: str = "standard") -> str:

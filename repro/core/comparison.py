@@ -14,6 +14,7 @@ import pandas as pd
 from scipy.stats import false_discovery_control, kendalltau
 
 from repro.core.stats import UNSETTLED, min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
+from repro.core.verdicts import EXPECTATIONS, adjusted_verdict, claim_p, decide, is_tested, margin_side, tasks_test
 
 
 def per_task_scores(scores: pd.DataFrame, column: str = "model") -> pd.DataFrame:
@@ -123,8 +124,6 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
     "worse"), the paired t TOST over tasks against the declared margin for "no gain" and "equal". Trained methods
     are judged with their runs as units instead (:func:`repro.core.seeds.seeded_claims`). A significant Wilcoxon
     whose mean difference has not the sign of its signed ranks settles no direction: :data:`DISAGREE`."""
-    from repro.core.verdicts import EXPECTATIONS, claim_p, decide, margin_side, tasks_test
-
     if expected not in EXPECTATIONS:
         raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
     row = comparison_table(wide, [(a, b)], [category]).iloc[0]
@@ -167,8 +166,6 @@ def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
     against itself), and each tested row's verdict decided again at its adjusted p
     (:func:`repro.core.verdicts.adjusted_verdict`). Statements that read one test (the same two models, category,
     units and result, e.g. "a better than b" and "b no gain over a") count it once and share its adjusted p."""
-    from repro.core.verdicts import adjusted_verdict, is_tested
-
     out = claims.copy()
     column = "p" if "p" in out else "p (Wilcoxon)"
     tested = out["verdict at our scale"].map(is_tested) & out[column].notna()

@@ -16,6 +16,7 @@ import pandas as pd
 
 from repro.core.paired import lacks_units, paired_test
 from repro.core.tasks import TASKS
+from repro.core.verdicts import claim_p, decide, is_tested, margin_side, run_comparison
 
 
 def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -42,8 +43,6 @@ def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
     """A claims table computed from one training run per method: runs are the units of replication, so one run
     gives no verdict. Each tested verdict becomes "one run per method, no verdict (over tasks: <what the test over
     tasks found>)", descriptive only and never counted."""
-    from repro.core.verdicts import is_tested
-
     if claims.empty or "verdict at our scale" not in claims:  # no statement to mark (e.g. an empty grid)
         return claims
     claims = claims.copy()
@@ -57,8 +56,6 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     (:func:`repro.core.verdicts.run_comparison`: Welch's t-test on the per-run means over the category's tasks, and
     the margin tests for "no gain" / "equal"). ``seeds``: the fewer of the two models' runs; ``seeds
     (first/second)``: both; ``seed spread``: the larger of the two SDs over runs of the per-run mean (descriptive)."""
-    from repro.core.verdicts import claim_p, decide, margin_side, run_comparison
-
     rows = []
     for claim, a, b, category, expected in claims:
         test = run_comparison(frame, a, b, category)

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from repro.core.derived import stored_statistic
 from repro.core.stats import min_attainable_p
 
 MARGIN = 1.0  # points x100 on a category mean: see the module's docstring for its reason
@@ -356,8 +357,6 @@ def calibration_table(n_sims: int = 400, seed: int = 0) -> pd.DataFrame:
 def stored_calibration(n_sims: int = 2000, seed: int = 0, recompute: bool = False) -> pd.DataFrame:
     """:func:`calibration_table`, stored once (:func:`repro.core.derived.stored_statistic`) and keyed by what
     changes it: the simulations, their seed, the margin, alpha, the variance components and the tests used."""
-    from repro.core.derived import stored_statistic
-
     if not isinstance(n_sims, int) or isinstance(n_sims, bool) or n_sims < 10:
         raise ValueError(f"simulations must be an integer of at least 10, got {n_sims!r}")
     params = {"simulations": n_sims, "seed": seed, "margin": MARGIN, "alpha": ALPHA,

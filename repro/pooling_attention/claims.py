@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from repro.core.comparison import claims_table
 from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 from repro.core.tasks import read_task
+from repro.core.verdicts import claim_p, decide, tasks_test
 from repro.pooling_attention.layerwise import pair_similarities, stored_records
 
 CATEGORIES = [None, "STS", "Classification", "Clustering", "PairClassification", "Retrieval"]  # None: all tasks
@@ -27,7 +29,17 @@ TABLE_CLAIMS = (
        for m in (2, 3, 4, 5) for category in ("Classification", "Clustering")]
     + [("model 5 significantly beats model 4 in all four categories", 5, 4, category, "better")
        for category in ("STS", "Classification", "Retrieval", "Clustering")]
+    # Table 2 (causal attention): trainable pooling helps STS, with no clear gain on retrieval
+    + [("Table 2: with causal attention, trainable pooling significantly improves STS", m, 1, "STS", "better")
+       for m in (2, 3)]
+    + [("Table 2: with causal attention, trainable pooling brings no clear gain on retrieval", m, 1, "Retrieval",
+        "no gain") for m in (2, 3)]
+    # Table 3: bidirectional attention against causal, same pooling
+    + [("Table 3: bidirectional attention consistently improves retrieval", a, b, "Retrieval", "better")
+       for a, b in ATTENTION_PAIRS]
+    + [("Table 3: bidirectional attention lowers clustering", a, b, "Clustering", "worse") for a, b in ATTENTION_PAIRS]
 )
+LAYER_SIMILARITY = "Figure 1: adjacent layers are alike, distant layers are not"
 
 # Table 5's statements about the second, smaller backbone (Tang & Yang's qualitative findings there)
 ROBUSTNESS_CLAIMS = (
@@ -110,3 +122,28 @@ def best_vs_last_per_pair(backbones: Sequence[str], suite: str, claims: pd.DataF
 
         frames.append(stored_statistic("paired bootstrap of Spearman, best layer vs last", params, compute))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def layer_similarity_claims(matrices: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Figure 1 in a testable form, per backbone (``matrices``: backbone -> the stored rows of
+    :func:`repro.pooling_attention.layer_similarity.layer_correlation`): for each anchor layer i (layers with a
+    defined CKA), linear CKA x100 of layers i and i+1 against layers i and i + ceil(L/2); the anchors are the units
+    (deterministic states: a Wilcoxon over anchors, :func:`repro.core.verdicts.tasks_test`)."""
+    rows = []
+    for backbone, frame in matrices.items():
+        cka = frame[frame["measure"] == "linear_cka"].pivot_table(index="layer_i", columns="layer_j", values="value")
+        layers = [i for i in cka.index if np.isfinite(cka.loc[i, i])]
+        gap = int(np.ceil(max(layers) / 2)) if layers else 0
+        anchors = [i for i in layers if i + gap in layers and i + 1 in layers]
+        near = np.array([cka.loc[i, i + 1] for i in anchors], dtype=float) * 100
+        far = np.array([cka.loc[i, i + gap] for i in anchors], dtype=float) * 100
+        test = tasks_test(near, far)
+        ci = test.get("90% CI", (np.nan, np.nan))
+        rows.append({"claim (paper)": LAYER_SIMILARITY, "comparison": f"adjacent vs {gap} apart",
+                     "category": backbone, "expected": "better", "paired": len(anchors),
+                     "mean first": near.mean() if len(near) else np.nan, "mean second": far.mean() if len(far) else np.nan,
+                     "difference": test["difference"], "p": claim_p(test, "better"),
+                     "90% CI": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if np.isfinite(ci[0]) else "",
+                     "test": "Wilcoxon signed-rank over anchor layers (two-sided)", "units": f"{len(anchors)} anchor layers",
+                     "margin side": "", "verdict at our scale": decide(test, "better")})
+    return pd.DataFrame(rows)

@@ -1,0 +1,128 @@
+"""The claims ledger's statements: one row per paper statement, in the paper's words, with one verdict from its
+comparisons (:func:`statements`), counted per tier (:func:`verdict_counts`); how each verdict changed with the
+verdict engine (:func:`verdict_changes`, against an earlier ledger stored by ``scripts/ledger_snapshot.py``) and
+with superseded runs (:func:`history`). The comparisons come from :mod:`repro.book.ledger`."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from repro.book.ledger import LAST_LAYER, all_comparisons, claims_ledger, statement_of
+from repro.core.verdicts import CONTRADICTED, SUPPORTED, adjusted_verdict, is_tested, statement_verdict
+from repro.store.results import all_results
+
+ANY = {LAST_LAYER}  # statements of existence: supported by any one of their comparisons
+
+
+def statements(ledger: pd.DataFrame) -> pd.DataFrame:
+    """One row per paper statement: its tier, its comparisons, the range of their differences, the largest
+    adjusted p, and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
+    supported by any one supported comparison)."""
+    rows = []
+    frame = ledger.assign(statement=ledger["claim"].map(statement_of))
+    for (paper, statement), part in frame.groupby(["paper", "statement"], sort=False):
+        verdicts = part["verdict"].tolist()
+        if statement in ANY:  # "not always": one supported comparison shows it; all contradicted refute it
+            verdict = (SUPPORTED if SUPPORTED in verdicts else CONTRADICTED if set(verdicts) == {CONTRADICTED}
+                       else statement_verdict([v for v in verdicts if v != CONTRADICTED]))
+        else:
+            verdict = statement_verdict(verdicts)
+        ours = pd.to_numeric(part["ours"], errors="coerce")
+        rows.append({"paper": paper, "statement": statement, "tier": part["tier"].iloc[0],
+                     "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
+                                                        f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
+                     else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
+                     "largest p (BH)": part["p (BH)"].max(), "verdict": verdict,
+                     "pages": ", ".join(dict.fromkeys(part["page"]))})
+    return pd.DataFrame(rows)
+
+
+def history(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """How the verdicts changed: each statement tested on a superseded run (the earlier fixed training budget,
+    Paper 3's single-run Tables page), its verdict there and its current verdict (or "not tested now")."""
+    rows = all_comparisons(profile, recompute)
+    old = rows[~rows["current"].astype(bool)]
+    # a superseded run's rows were one run per method: what its test over tasks found, at the raw p
+    old = old.assign(verdict=old["verdict"].str.replace(r"^one run per method, no verdict \(over tasks: (.*)\)$",
+                                                          r"\1", regex=True), **{"p (BH)": float("nan")})
+    old = statements(old)
+    now = statements(claims_ledger(profile, recompute)).set_index(["paper", "statement"])["verdict"]
+    if old.empty:
+        return old
+    old["current verdict"] = [now.get((p, s), "not tested now") for p, s in zip(old["paper"], old["statement"])]
+    return old[["paper", "statement", "pages", "verdict", "current verdict"]].rename(
+        columns={"verdict": "superseded (one run, over tasks)", "pages": "superseded page"})
+
+
+HISTORY = "ledger_history"  # the ledger as earlier code computed it (scripts/ledger_snapshot.py)
+ALIASES = {"'tanh' is worse than the full loss": "tanh performs similarly to the sigmoid",
+           "'strategy 1: q as target' is worse than the full loss": "strategy 1 performs similarly to the original loss"}
+
+
+def _key(claim: str) -> str:
+    """A statement's wording without its parenthetical sources and scope qualifiers, so an earlier ledger's rows
+    find the statement they tested (``ALIASES``: statements the earlier ledger misread)."""
+    text = ALIASES.get(statement_of(claim), statement_of(claim))
+    text = re.sub(r"\s*\([^()]*\)", "", text)
+    return re.sub(r", (at every size|across backbones and prompts)$", "", text).strip()
+
+
+def _reasons(before: list[str], part: pd.DataFrame) -> str:
+    """Why a statement's verdict differs from the earlier ledger's (``part``: its current comparisons)."""
+    reasons = []
+    if any("seed" in v or v.startswith("inconclusive (within") for v in before) or part["test"].str.contains(
+            "runs").any():
+        reasons.append("runs as units")
+    if part["expected"].isin(["no gain", "equal"]).any():
+        reasons.append("equivalence against the margin")
+    raw = [adjusted_verdict(v if is_tested(v) else v, e, d, m, p) if is_tested(v) else v
+           for v, e, d, m, p in zip(part["verdict"], part["expected"], pd.to_numeric(part["ours"], errors="coerce"),
+                                    part["margin side"], part["p"])]
+    if raw != part["verdict"].tolist():
+        reasons.append("multiplicity (BH over the ledger)")
+    if part["verdict"].str.startswith("one run").any():
+        reasons.append("one run per method: no verdict")
+    if part["verdict"].eq("significant but below the margin").any():
+        reasons.append("below the margin")
+    if len(part) > 1 or len(set(before)) > 1:
+        reasons.append("one verdict per statement")
+    return "; ".join(reasons) or "the test's data"
+
+
+def verdict_changes(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Each current statement whose verdict differs from the one an earlier ledger (stored in
+    ``results/ledger_history``, the newest commit stored) gave its rows: the earlier verdicts (counted), the
+    current one, and why (runs as units, equivalence, multiplicity, one run per method, the statement-level rule)."""
+    history = all_results(HISTORY)
+    if not history:
+        return pd.DataFrame(columns=["paper", "statement", "before", "after", "why"])
+    record = max(history, key=lambda r: r["provenance"].get("date", ""))
+    old = pd.DataFrame(record["rows"])
+    old_by_key = old.groupby(old["claim"].map(_key))["verdict"].apply(list)
+    table = statements(ledger)
+    frame = ledger.assign(statement=ledger["claim"].map(statement_of))
+    rows = []
+    for r in table.itertuples():
+        before = old_by_key.get(_key(r.statement), [])
+        summary = ", ".join(f"{v} x{n}" if n > 1 else v for v, n in pd.Series(before).value_counts().items())
+        if before and set(before) == {r.verdict}:
+            continue
+        part = frame[(frame["paper"] == r.paper) & (frame["statement"] == r.statement)]
+        rows.append({"paper": r.paper, "statement": r.statement, "before": summary or "not on the earlier ledger",
+                     "after": r.verdict, "why": _reasons(before, part) if before else "a new statement"})
+    return pd.DataFrame(rows, columns=["paper", "statement", "before", "after", "why"])
+
+
+def verdict_counts(statements_table: pd.DataFrame) -> pd.DataFrame:
+    """Per paper and tier: how many statements got each verdict."""
+    return statements_table.groupby(["paper", "tier", "verdict"]).size().unstack(fill_value=0)
+
+
+def summary_counts(counts: pd.Series) -> dict:
+    """One paper's (or tier's) row of :func:`verdict_counts` as :func:`repro.book.summaries.summary_markdown`'s
+    counts: supported, tested (every verdict but untestable, missing and no-verdict ones), untestable."""
+    untested = int(sum(n for v, n in counts.items() if not is_tested(str(v))))
+    return {"supported": int(counts.get(SUPPORTED, 0)), "contradicted": int(counts.get(CONTRADICTED, 0)),
+            "tested": int(counts.sum()) - untested, "untestable": untested}

@@ -5,6 +5,7 @@ import torch
 from repro.core import encode as encode_module
 from repro.core.encode import EncodeConfig, Tokenizer, count_tokens, encode
 from repro.core.prompts import PROMPTS, get_prompt
+from repro.core.tokenization import MAX_CHARS_PER_TOKEN
 
 TEXTS = ["A man is playing a guitar.", "The cat sat on the mat.", "Rain tomorrow.", "A woman slices a tomato."]
 NASTY = ["", "   \t ", "x" * 100_000, "ctrl \x00\x07\x1b chars", "中文 测试", "emoji 😀🎉", "normal text"]
@@ -64,7 +65,7 @@ def test_truncation_keeps_the_prompt_and_respects_max_length(tiny):
             assert item.ids[len(item.ids) - len(suffix):] == suffix
     head_tail = Tokenizer(tiny.tokenizer, get_prompt("none-noeos"), EncodeConfig(max_length=10, truncation="head_tail"))
     ids = head_tail(long_text).ids
-    full = tiny.tokenizer(long_text[: 10 * encode_module.MAX_CHARS_PER_TOKEN // 2], add_special_tokens=False).input_ids
+    full = tiny.tokenizer(long_text[: 10 * MAX_CHARS_PER_TOKEN // 2], add_special_tokens=False).input_ids
     assert ids[:5] == full[:5]
     assert tiny.tokenizer.decode(ids[5:]).strip().endswith("w2999")
 

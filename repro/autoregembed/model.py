@@ -14,8 +14,9 @@ from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PR
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
 from repro.core.embedder import Embedder
-from repro.core.encode import EncodeConfig, Tokenizer, eos_id, length_batches, pad_id
+from repro.core.encode import EncodeConfig, length_batches
 from repro.core.prompts import get_prompt
+from repro.core.tokenization import Tokenizer, eos_id, pad_id
 from repro.training.data import pad_right
 from repro.training.lora import add_lora
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -33,7 +32,8 @@ from tqdm.auto import tqdm
 from repro.core.backbones import Backbone
 from repro.core.distributed import barrier, world
 from repro.core.packing import ROW_TOKENS, assign_rows, pack, packed_hidden_states
-from repro.core.prompts import Prompt, get_prompt
+from repro.core.prompts import get_prompt
+from repro.core.tokenization import Tokenized, Tokenizer, pad_id
 from repro.store.atomic import write_json, write_npy
 from repro.store.identity import config_identity
 from repro.store.paths import states_dir
@@ -43,7 +43,6 @@ TRUNCATIONS = ("head", "head_tail")
 TOKENIZATIONS = ("pieces", "official")
 ENCODER_VERSION = 1  # bump when a change to this module changes its output
 CHUNK_SIZE = 2048  # texts per cache file
-MAX_CHARS_PER_TOKEN = 32  # texts are clipped to max_length * this many characters before tokenizing
 
 
 @dataclass(frozen=True)
@@ -75,111 +74,6 @@ class EncodeConfig:
             raise ValueError(f"unknown tokenization '{self.tokenization}'; valid: {', '.join(TOKENIZATIONS)}")
         if not isinstance(self.max_length, int) or self.max_length < 2:
             raise ValueError(f"max_length must be an integer >= 2, got {self.max_length!r}")
-
-
-@dataclass
-class Tokenized:
-    ids: list[int]
-    mean_start: int  # first position of the mean-pooling span
-
-
-def _bos_ids(tokenizer) -> list[int]:
-    """[bos] if the tokenizer adds a BOS token by itself, else []."""
-    probe = tokenizer("a").input_ids
-    bos = tokenizer.bos_token_id
-    return [bos] if bos is not None and probe and probe[0] == bos else []
-
-
-def eos_id(tokenizer) -> int:
-    if tokenizer.eos_token_id is None:
-        raise ValueError("the tokenizer has no EOS token; use a prompt with append_eos=False")
-    return int(tokenizer.eos_token_id)
-
-
-def _truncate(ids: list[int], budget: int, how: str) -> list[int]:
-    if len(ids) <= budget:
-        return ids
-    if how == "head":
-        return ids[:budget]
-    head = math.ceil(budget / 2)
-    return ids[:head] + ids[len(ids) - (budget - head):]
-
-
-def _clip_chars(text: str, max_chars: int, how: str) -> str:
-    if len(text) <= max_chars:
-        return text
-    if how == "head":
-        return text[:max_chars]
-    return text[: max_chars // 2] + text[-(max_chars // 2):]
-
-
-class Tokenizer:
-    """Prompt-aware tokenization: specials + literal pieces + (truncated) text slots."""
-
-    def __init__(self, tokenizer, prompt: Prompt, config: EncodeConfig):
-        self.tok = tokenizer
-        self.prompt = prompt
-        self.config = config
-        self.bos = _bos_ids(tokenizer)
-        self.eos = [eos_id(tokenizer)] if prompt.append_eos else []
-        self.literals = [tokenizer(s, add_special_tokens=False).input_ids if s else []
-                         for s in prompt.literal_segments(config.instruction)]
-        fixed = len(self.bos) + len(self.eos) + sum(map(len, self.literals))
-        self.per_copy = (config.max_length - fixed) // max(prompt.copies, 1)
-        if config.tokenization == "official" and prompt.copies > 1:  # official Echo: max_length text tokens a copy
-            self.per_copy = config.max_length
-        if self.per_copy < 1:
-            raise ValueError(
-                f"max_length={config.max_length} leaves no room for the text in prompt "
-                f"'{prompt.name}' ({fixed} prompt tokens)"
-            )
-
-    def __call__(self, text: str) -> Tokenized:
-        if not isinstance(text, str):
-            raise TypeError(f"texts must be str, got {type(text).__name__}")
-        text = _clip_chars(text, self.config.max_length * MAX_CHARS_PER_TOKEN, self.config.truncation)
-        if self.config.tokenization == "official":
-            return self._official(text)
-        text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
-        text_ids = _truncate(text_ids, self.per_copy, self.config.truncation)
-        return self._assemble(text_ids, self.bos)
-
-    def _official(self, text: str) -> Tokenized:
-        """EmbedFilter's official tokenization (``run4qwen_prompteol.py``, ``run4qwen_echo.py``)."""
-        if self.prompt.copies > 1:  # Echo: BOS always (EOS standing in where there is none), each copy <= max_length
-            bos = self.tok.bos_token_id if self.tok.bos_token_id is not None else eos_id(self.tok)
-            text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
-            return self._assemble(text_ids[: self.per_copy], [int(bos)])
-        text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
-        budget = self.per_copy
-        while True:  # one call on the filled template; a too long text is cut and the template re-tokenized
-            cut = text if len(text_ids) <= budget else self.tok.decode(_truncate(text_ids, budget,
-                                                                                 self.config.truncation))
-            ids = list(self.bos) + self.tok(self.prompt.render(cut, self.config.instruction),
-                                            add_special_tokens=False).input_ids + self.eos
-            if len(ids) <= self.config.max_length or budget <= 0:
-                return Tokenized(ids, 0)
-            budget = min(budget, len(text_ids)) - (len(ids) - self.config.max_length)  # strictly smaller
-
-    def _assemble(self, text_ids: list[int], bos: list[int]) -> Tokenized:
-        """Specials, literal pieces and the text's token ids, each tokenized apart."""
-        ids = list(bos) + list(self.literals[0])
-        mean_start = 0
-        for copy, literal in enumerate(self.literals[1:]):
-            if self.prompt.mean_from_copy == copy:
-                mean_start = len(ids)
-            ids += text_ids + literal
-        ids += self.eos
-        if not ids:  # empty text, no prompt, no specials: encode a lone EOS so the result is defined
-            ids = [eos_id(self.tok)]
-        return Tokenized(ids, min(mean_start, len(ids) - 1))
-
-
-def pad_id(tokenizer) -> int:
-    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
-        if candidate is not None:
-            return int(candidate)
-    return 0
 
 
 def length_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:

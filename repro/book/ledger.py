@@ -191,6 +191,7 @@ def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFra
 
 EDGE_IMPROVES = "EmbedFilter (edge, ratio 2) improves on the raw embedding, across backbones and prompts"
 EDGE_BEST = "edge is the best ratio-2 filter (against the other filters and the baselines)"
+KEPT = "quality is kept at ratios 4 and 8 (raw is not better than edge/4 or edge/8 by the margin)"
 
 
 def _p2_row(claim: str, r, scale: str, quoted: str, page: str, tier: str) -> dict:
@@ -216,6 +217,15 @@ def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
         rows.append(_p2_row(f"{EDGE_IMPROVES} [{r['backbone']}, {r['prompt']}]", r,
                             f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{main['suite']}' suite",
                             _quoted_gain(r["prompt"], "edge/2"), "p2_main_table", HEADLINE))
+    per_task = scores.groupby(["backbone", "prompt", "category", "task", "variant"], as_index=False)["main_score"].mean()
+    kept = [(KEPT, "raw", f"edge/{r}", None, "no gain") for r in (4, 8) if f"edge/{r}" in set(per_task["variant"])]
+    for (b, p), part in per_task.groupby(["backbone", "prompt"]):
+        wide = part.pivot_table(index=["category", "task"], columns="variant", values="main_score") * 100
+        table = claims_table(wide, kept) if kept else pd.DataFrame()
+        if len(table):
+            table = table.assign(comparison=[f"{b}, {p}, {c}" for c in table["comparison"]])
+            rows += _from_claims(2, table, f"{b}, {p}, {len(wide)} tasks, '{main['suite']}' suite", "p2_main_table",
+                                 quoted=_quoted_gain(p, "edge/8")).to_dict("records")
     types = page_parameters("p2_filter_types", profile)
     scores, variants = _page_sweep(types, recompute, loaded)  # (the main table's, when the pages share a grid)
     ablation = ["raw"] + [v for v in variants if v.endswith("/2")]

@@ -25,13 +25,14 @@ def test_rates_are_medians_over_rounds_and_ratios_against_the_same_rounds_baseli
 
 
 def test_every_timed_encode_is_cold_even_for_texts_encoded_just_before(tiny, monkeypatch):
+    from repro.core import encode as encode_module
     from repro.core.embedder import StatesEmbedder
     from repro.core.encode import EncodeConfig
 
-    forwards = []
-    original = type(tiny).hidden_states
-    monkeypatch.setattr(type(tiny), "hidden_states", lambda self, ids, mask: forwards.append(len(ids)) or
-                        original(self, ids, mask))
+    forwards = []  # texts run through the decoder (packed or padded)
+    original = encode_module._forward_pooled
+    monkeypatch.setattr(encode_module, "_forward_pooled", lambda backbone, items, *a: forwards.append(len(items))
+                        or original(backbone, items, *a))
     embedder = StatesEmbedder(tiny, EncodeConfig(poolings=("last",), max_length=32), "last")
     sentences, documents = ["A man is playing a guitar.", "The cat sat on the mat."], ["Rain is expected."]
     embedder.encode(sentences + documents)  # memoised in memory and cached on disk before the timing

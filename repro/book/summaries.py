@@ -77,9 +77,9 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
                     "paper's own numbers are quoted from secondary summaries.",
             "scale": f"ours: {', '.join(main['backbones'])}, {len(grid)} tasks for the grid and all {one} for "
                      f"{', '.join(main['all_task_runs'])}, at '{main['suite']}' caps; the paper: "
-                     f"{_sizes(paper_main['backbones'])}, its main table averaged over {PAPER_DATASETS} MTEB datasets "
-                     f"(quoted; the official code's list, which the paper profile runs, has "
-                     f"{_datasets(paper_main['tasks'])}: {source}).",
+                     f"{_sizes(paper_main['backbones'])}, {_datasets(paper_main['tasks'])} MTEB datasets in its "
+                     f"official code's task list, which the paper profile runs ({source}); its main table averages "
+                     f"{PAPER_DATASETS} of them (quoted).",
         }
     if paper == 3:
         tables, paper_tables = page_parameters("p3_tables", profile), paper_profile.PAPER["p3_tables"]

@@ -102,3 +102,21 @@ def test_the_official_protocol_normalises_clustering_and_pair_classification_and
     assert "protocol" not in seen[0]
     with pytest.raises(ValueError, match="unknown protocol"):
         ef.embedfilter("smollm2-135m", "smoke", "prompteol", tasks, ["raw"], protocol="paper")
+
+
+def test_the_tokenization_comparison_pairs_tasks_and_tests_over_them():
+    import pandas as pd
+
+    from repro.embedfilter.claims import tokenization_comparison
+
+    tasks = [f"STS{i}" for i in range(8)]
+    rows = [{"backbone": "b", "prompt": "prompteol", "task": t, "category": "STS", "variant": v, "main_score": 0.5 + i / 100}
+            for i, t in enumerate(tasks) for v in ("raw", "edge/2", "edge/4")]
+    pieces = pd.DataFrame(rows)
+    official = pieces.assign(main_score=pieces["main_score"] + 0.01)  # one point higher everywhere
+    per_task, tests = tokenization_comparison(pieces, official.iloc[:-3])  # the last task missing on one side
+    assert set(per_task["variant"]) == {"raw", "edge/2"} and len(per_task) == 2 * 7
+    assert per_task["official - pieces"].round(6).eq(1.0).all()
+    assert tests.set_index("variant").loc["raw", "verdict"] == "significant: official better"
+    assert tests.set_index("variant").loc["raw", "higher / lower"] == "7 / 0"
+    assert tokenization_comparison(pieces, pieces.iloc[:0])[0].empty

@@ -93,3 +93,32 @@ def bootstrap_summary(boot: pd.DataFrame) -> pd.DataFrame:
     summary = summary.groupby(["backbone", "prompt", "variant"])[["better", "worse"]].sum()
     summary["STS tasks"] = boot.groupby(["backbone", "prompt", "variant"]).size()
     return summary.astype(int)
+
+
+def tokenization_comparison(pieces: pd.DataFrame, official: pd.DataFrame,
+                            variants: Sequence[str] = ("raw", "edge/2")) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """How much the tokenization matters: per (backbone, prompt, variant) and task, the main score x100 under the
+    book's piece-wise tokenization and under EmbedFilter's official one (:class:`repro.core.encode.EncodeConfig`),
+    on the tasks both have; and per (backbone, prompt, variant) the two-sided Wilcoxon over those tasks (the
+    encodes are deterministic: the tasks are the units), official minus pieces."""
+    keys = ["backbone", "prompt", "task", "variant"]
+    columns = keys + ["category", "main_score"]
+    if pieces.empty or official.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    both = pieces[columns].groupby(keys + ["category"], as_index=False)["main_score"].mean().merge(
+        official[columns].groupby(keys + ["category"], as_index=False)["main_score"].mean(),
+        on=keys + ["category"], suffixes=(" pieces", " official"))
+    both = both[both["variant"].isin(variants)]
+    both = both.assign(**{"pieces": both["main_score pieces"] * 100, "official": both["main_score official"] * 100})
+    both["official - pieces"] = both["official"] - both["pieces"]
+    per_task = both[keys + ["category", "pieces", "official", "official - pieces"]]
+    rows = []
+    for (b, p, v), part in per_task.groupby(["backbone", "prompt", "variant"]):
+        test = wilcoxon_over_tasks(part["official"], part["pieces"])
+        rows.append({"backbone": b, "prompt": p, "variant": v, "tasks": test["n"],
+                     "official - pieces": round(test["mean_difference"], 2),
+                     "higher / lower": f"{int((part['official - pieces'] > 0).sum())} / "
+                                       f"{int((part['official - pieces'] < 0).sum())}",
+                     "p (Wilcoxon)": test["p"],
+                     "verdict": test["verdict"].replace("first", "official").replace("second", "pieces")})
+    return per_task.reset_index(drop=True), pd.DataFrame(rows)

@@ -239,3 +239,18 @@ def test_the_leaderboard_asks_missing_runs_for_a_paper1_row(monkeypatch):
                                    ["Paper 1 model 2 (converged, 1 seed)"], run_hours=1.5).iloc[0]
     assert row["computed by"] == ("scripts/p1_converged.sh 2:2; RECOMPUTE_STALE=1 scripts/p1_converged.sh 2:1")
     assert row["estimated hours"] == 3.0  # two runs left, not three
+
+
+def test_an_in_task_difference_is_consistent_only_if_significant_the_same_way_at_every_seed():
+    from repro.core.seeds import consistent_in_tasks
+
+    rows = [{"comparison": "5 vs 1", "task": t, "category": "STS", "seed": s, "verdict": v}
+            for t, verdicts in (("A", ["first better"] * 3), ("B", ["first better", "not significant", "first better"]),
+                                ("C", ["second better"] * 3), ("D", ["first better", "second better", "first better"]),
+                                ("E", ["first better"] * 2))
+            for s, v in enumerate(verdicts)]
+    table = consistent_in_tasks(pd.DataFrame(rows), seeds=[0, 1, 2]).set_index("task")
+    assert table["outcome"].to_dict() == {"A": "first better at every seed", "B": "not consistent",
+                                          "C": "second better at every seed", "D": "not consistent",
+                                          "E": "not consistent"}  # E lacks seed 2
+    assert table.loc["E", "seeds"] == 2

@@ -92,3 +92,19 @@ def in_task_tests(records: dict, a, b, seed: int = 0, n_resamples: int = 1000) -
         test = paired_test(*pair, n_resamples)
         rows.append({"comparison": f"{a} vs {b}", "seed": seed, **test})
     return pd.DataFrame(rows)
+
+
+def consistent_in_tasks(in_task: pd.DataFrame, seeds: Iterable[int]) -> pd.DataFrame:
+    """Per comparison and task: is the in-task difference significant with the same sign at EVERY one of ``seeds``
+    (the rows of :func:`in_task_tests`)? "first better at every seed" / "second better at every seed" / "not
+    consistent" (a seed missing, not significant, or of the other sign). The in-task tests are descriptive (how
+    stable a difference is inside one run); only this agreement across runs lets a page call it consistent."""
+    seeds = list(seeds)
+    rows = []
+    for (comparison, task), part in in_task.groupby(["comparison", "task"], sort=False):
+        verdicts = part.set_index("seed")["verdict"].reindex(seeds)
+        outcome = next((f"{side} better at every seed" for side in ("first", "second")
+                        if (verdicts == f"{side} better").all()), "not consistent")
+        rows.append({"comparison": comparison, "task": task, "category": part["category"].iloc[0],
+                     "seeds": int(verdicts.notna().sum()), "outcome": outcome})
+    return pd.DataFrame(rows, columns=["comparison", "task", "category", "seeds", "outcome"])

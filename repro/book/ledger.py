@@ -136,8 +136,8 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
 def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.DataFrame]:
     """Table 5's statements about a second, smaller backbone: at the earlier fixed budget (page p1_robustness's
     models, one seed; read from its stored runs, trained where missing as that page does) and on the converged
-    runs of p1_converged's ``table5_backbones`` (seed-averaged, held to the seed spread; a statement only where
-    both its models have runs stored)."""
+    runs of p1_converged's ``table5_backbones`` (runs as units; a statement only where both its models have runs
+    stored)."""
     r = page_parameters("p1_robustness", profile)
     train = _fixed_budget(r)
     wide = per_task_scores(evaluate_models(r["backbone"], r["models"], r["suite"], r["tasks"], recompute, **train))

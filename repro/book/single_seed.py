@@ -1,5 +1,6 @@
-"""The training-seed spread that a Paper 3 page's single-seed verdicts are held to, read from the stored
-data-efficiency curve (never trained here: a page that only needs the spread does not run the curve)."""
+"""The training-seed spread shown for scale beside a Paper 3 page's single-run comparisons (which get no verdict:
+runs are the units), read from the stored data-efficiency curve (never trained here: a page that only needs the
+spread does not run the curve)."""
 
 from __future__ import annotations
 

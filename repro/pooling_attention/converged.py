@@ -1,11 +1,10 @@
-"""Paper 1's five designs under the declared budget rule: scores over seeds, the seed spread, verdicts that respect
-it, paired tests inside each task, and budget curves (read from the result store only; nothing is trained here).
+"""Paper 1's five designs under the declared budget rule: scores over seeds, the seed spread, paired tests inside
+each task, and budget curves (read from the result store only; nothing is trained here).
 
 * :func:`converged_scores`: per-task scores (x100) of every stored (model, seed) run, with its stored records
   (for the in-task tests) and :func:`run_table`: each run's stopping step, selected step, examples, tokens and
   CPU time.
-* The seed spread and the verdicts held to it are :mod:`repro.core.seeds`'s (a claim's difference smaller than
-  the larger spread of its two models is **inconclusive**).
+* The seed spread and the verdicts, with the training runs as units, are :mod:`repro.core.seeds`'s.
 * :func:`repro.core.seeds.in_task_tests`: per task, the paired test of two models' stored scores of the same seed
   inside the task (pairs, queries, examples, documents).
 * :func:`budget_curve`: scores at the budget grid (small suite); :mod:`repro.training.budget_curves` compares two

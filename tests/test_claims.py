@@ -580,12 +580,12 @@ def test_leaderboard_cost_columns_and_missing_commands():
                                                                      "MiniLM (reference)", "P1 model 4"]
     missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
                                        ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"])
-    assert list(missing["computed by"]) == ["scripts/p1_converged.sh 2:0 2:1 2:2",
+    assert list(missing["computed by"]) == ["scripts/p1_converged.sh 2:0 2:1 2:2 2:3 2:4",
                                             "python -m repro.autoregembed.experiments.cli --stage align --suite compact"]
     assert "estimated hours" not in missing  # no measured run cost given: no estimate
     costed = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
                                       ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"], 1.5)
-    assert costed["estimated hours"].iloc[0] == 4.5 and np.isnan(costed["estimated hours"].iloc[1])  # 3 runs x 1.5 h
+    assert costed["estimated hours"].iloc[0] == 7.5 and np.isnan(costed["estimated hours"].iloc[1])  # 5 runs x 1.5 h
     full = pd.DataFrame([{"method": "Paper 1 model 2 (converged, 3 seeds)", "task": t, "category": "STS",
                           "score": 1.0} for t in leaderboard.TASKS])
     nothing = leaderboard.missing_rows(full, ["Paper 1 model 2 (converged, 3 seeds)"], 1.5)

@@ -149,7 +149,8 @@ def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.D
     for backbone in [b for b in c["backbones"] if b in c.get("table5_backbones", [])]:
         models = [m for m in c.get("backbone_models", {}).get(backbone, c["models"]) if m in c["models"]]
         tasks = c.get("backbone_tasks", {}).get(backbone)
-        frame, _ = converged_scores(backbone, models, c["seeds"], c["suite"], tasks)
+        seeds = c.get("backbone_seeds", {}).get(backbone, c["seeds"])
+        frame, _ = converged_scores(backbone, models, seeds, c["suite"], tasks)
         parts.append(_converged_rows(backbone, frame, ROBUSTNESS_CLAIMS, c["suite"], tier=ABLATION))
     return parts
 

@@ -63,14 +63,15 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                      "suite": "compact", "tasks": None, "seed": 0},
     },
     "p1_converged": {
-        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 5], "seeds": [0],
+        "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 5], "seeds": [0], "backbone_seeds": {},
                   "suite": "smoke", "budget_suite": "smoke", "curve_pairs": [[1, 5]]},
         # Table 5's backbone: models 1, 4 and 5 (the issue's seeds rule) on its 17 tasks
         "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "models": [1, 2, 3, 4, 5],
-                     "backbone_models": {"gemma3-270m": [1, 4, 5]},
+                     "backbone_models": {"gemma3-270m": [1, 4, 5]}, "backbone_seeds": {"gemma3-270m": [0, 1, 2]},
                      "backbone_tasks": {"gemma3-270m": P1_ROBUSTNESS_TASKS},
                      "table5_backbones": ["gemma3-270m"],
-                     "seeds": [0, 1, 2], "suite": "compact", "budget_suite": "small", "curve_pairs": [[1, 5], [4, 5]]},
+                     "seeds": [0, 1, 2, 3, 4], "suite": "compact", "budget_suite": "small",
+                     "curve_pairs": [[1, 5], [4, 5]]},
     },
     "p1_robustness": {
         # the smoke profile reuses p1_tables' smoke models (the mechanics, not a second backbone)

@@ -91,7 +91,7 @@ PAPER: dict[str, dict] = {
     "p1_train": {"backbone": P1_BACKBONES[0], "model": 5, **_P1_TRAIN},
     "p1_tables": {"backbones": P1_BACKBONES[:1], "models": [1, 2, 3, 4, 5], **_P1_TRAIN},
     "p1_converged": {"backbones": P1_BACKBONES[:1], "table5_backbones": [], "models": [1, 2, 3, 4, 5],
-                     "seeds": [0, 1, 2], "suite": "mteb",
+                     "seeds": [0, 1, 2], "backbone_seeds": {}, "suite": "mteb",
                      "budget_suite": "mteb", "curve_pairs": [[1, 5], [4, 5]]},
     "p1_robustness": {"backbone": P1_BACKBONES[1], "reference_backbone": P1_BACKBONES[0],
                       "models": [1, 2, 3, 4, 5], "reference_steps": 1000, **_P1_TRAIN},

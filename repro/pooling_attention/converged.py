@@ -28,7 +28,7 @@ from repro.training.budget_curves import stored_curve, task_frame
 from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig
 from repro.training.evaluation import SCORES_EXPERIMENT, instructions_key, score_identity
 
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2, 3, 4)  # smollm2-135m: five runs per design (gemma3-270m: the first three)
 EVAL_MAX_LENGTH = 512
 
 

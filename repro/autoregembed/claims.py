@@ -17,7 +17,7 @@ from repro.autoregembed.experiments.ablations import LABELS, grid_cells, grid_la
 from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.core.comparison import claims_table
 from repro.core.tasks import STS7_TASKS
-from repro.core.verdicts import SUPPORTED, claim_p, decide, is_tested, runs_test
+from repro.core.verdicts import SUPPORTED, claim_row, is_tested, runs_test
 
 FULL_VARIANT = LABELS["full"]
 # the paper's statements, in its words, shared by every page that tests them (one statement, one verdict)
@@ -96,14 +96,8 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
             a = part[candidate].dropna().to_numpy()
             fixed = other in FIXED_REFERENCES
             b = part[other].dropna().to_numpy()[:1] if fixed else part[other].dropna().to_numpy()
-            test = runs_test(a, b, fixed=fixed)
-            ci = test.get("90% CI", (np.nan, np.nan))
-            rows.append({"claim (paper)": claim, "comparison": f"{candidate} vs {other}", "category": f"{size} triplets",
-                         "expected": "better", "paired": len(a), "mean first": a.mean() if len(a) else np.nan,
-                         "mean second": b.mean() if len(b) else np.nan, "difference": test["difference"],
-                         "p": claim_p(test, "better"), "90% CI": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if np.isfinite(ci[0])
-                         else "", "test": test["test"], "units": test["units"], "margin side": "",
-                         "verdict at our scale": decide(test, "better")})
+            rows.append(claim_row(claim, f"{candidate} vs {other}", f"{size} triplets", "better",
+                                  runs_test(a, b, fixed=fixed), a, b, len(a)))
     return pd.DataFrame(rows)
 
 

@@ -303,12 +303,6 @@ def ranked(scores: pd.DataFrame, complete_only: bool = True, runs: pd.DataFrame 
     return table.join(separated_from(pairs, list(table.index)))
 
 
-def ranked_pairs(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """The complete methods' pairs behind :func:`ranked` (Holm-adjusted), for the page's figure and detail."""
-    table = ranked(scores, runs=runs)
-    return all_pairs(runs[runs["method"].isin(table.index)], list(table.index))
-
-
 SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification": "PairClass.",
          "Retrieval": "Retr.", "training hours": "train h", "dimensions": "dims", "encode tok/s": "tok/s"}
 

@@ -14,7 +14,16 @@ import pandas as pd
 from scipy.stats import false_discovery_control, kendalltau
 
 from repro.core.stats import UNSETTLED, min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
-from repro.core.verdicts import EXPECTATIONS, adjusted_verdict, claim_p, decide, is_tested, margin_side, tasks_test
+from repro.core.verdicts import (
+    EXPECTATIONS,
+    adjusted_verdict,
+    ci_text,
+    claim_p,
+    decide,
+    is_tested,
+    margin_side,
+    tasks_test,
+)
 
 
 def per_task_scores(scores: pd.DataFrame, column: str = "model") -> pd.DataFrame:
@@ -134,11 +143,10 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
     if row["verdict"] == UNSETTLED and expected in ("better", "worse"):
         verdict = DISAGREE
     interval = "n/a (too few paired units)" if str(verdict).startswith("untestable") else row["95% CI (bootstrap)"]
-    ci90 = test.get("90% CI", (np.nan, np.nan))
     return {"claim (paper)": claim, "comparison": row["comparison"], "category": row["category"],
             "expected": expected, "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
             "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"], "p": claim_p(test, expected),
-            "90% CI": f"[{ci90[0]:.2f}, {ci90[1]:.2f}]" if np.isfinite(ci90[0]) else "",
+            "90% CI": ci_text(test),
             "95% CI (bootstrap)": interval, "test": test.get("test", ""), "units": test.get("units", ""),
             "margin side": margin_side(test, expected), "verdict at our scale": verdict, "_test": test}
 

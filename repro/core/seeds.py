@@ -16,7 +16,7 @@ import pandas as pd
 
 from repro.core.paired import lacks_units, paired_test
 from repro.core.tasks import TASKS
-from repro.core.verdicts import claim_p, decide, is_tested, margin_side, run_comparison
+from repro.core.verdicts import claim_row, is_tested, run_comparison
 
 
 def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -60,20 +60,15 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     for claim, a, b, category, expected in claims:
         test = run_comparison(frame, a, b, category)
         x, y = test["runs"]
-        ci = test.get("90% CI", (np.nan, np.nan))
         part = frame if category is None else frame[frame["category"] == category]
         means = part[part["model"].isin([a, b])].groupby(["model", "seed"])["score"].mean()
         sd = [means.loc[m].std(ddof=1) if m in means.index.get_level_values(0) and len(means.loc[m]) > 1 else np.nan
               for m in (a, b)]
-        rows.append({"claim (paper)": claim, "comparison": f"{a} vs {b}", "category": category or "all tasks",
-                     "expected": expected, "paired": test.get("tasks", 0),
-                     "mean first": means.loc[a].mean() if x else np.nan,
-                     "mean second": means.loc[b].mean() if y else np.nan,
-                     "difference": test["difference"], "p": claim_p(test, expected),
-                     "90% CI": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if np.isfinite(ci[0]) else "",
-                     "test": test["test"], "units": test["units"], "seeds": min(x, y), "seeds (first/second)": f"{x}/{y}",
-                     "seed spread": float(np.nanmax(sd)) if not np.all(np.isnan(sd)) else np.nan,
-                     "margin side": margin_side(test, expected), "verdict at our scale": decide(test, expected)})
+        row = claim_row(claim, f"{a} vs {b}", category or "all tasks", expected, test,
+                        means.loc[a] if x else [], means.loc[b] if y else [], test.get("tasks", 0))
+        tail = {k: row.pop(k) for k in ("margin side", "verdict at our scale")}  # the seed columns before them
+        rows.append(row | {"seeds": min(x, y), "seeds (first/second)": f"{x}/{y}",
+                           "seed spread": float(np.nanmax(sd)) if not np.all(np.isnan(sd)) else np.nan} | tail)
     return pd.DataFrame(rows)
 
 

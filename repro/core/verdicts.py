@@ -271,14 +271,23 @@ def run_comparison(frame: pd.DataFrame, a, b, category: str | None = None, margi
     return test
 
 
-def judged(rows: Iterable[dict]) -> pd.DataFrame:
-    """Claim rows (each with ``test`` dicts' keys and ``expected``) with their raw p and verdict."""
-    frame = pd.DataFrame(list(rows))
-    if frame.empty:
-        return frame
-    frame["p"] = [claim_p(r, e) for r, e in zip(frame.to_dict("records"), frame["expected"])]
-    frame["verdict"] = [decide(r, r["expected"]) for r in frame.to_dict("records")]
-    return frame
+def ci_text(test: dict) -> str:
+    """The test's 90% interval as "[low, high]" (empty where it has none)."""
+    low, high = test.get("90% CI", (np.nan, np.nan))
+    return f"[{low:.2f}, {high:.2f}]" if np.isfinite(low) else ""
+
+
+def claim_row(claim: str, comparison: str, category: str, expected: str, test: dict, first, second,
+              paired: int) -> dict:
+    """One claim's row in the shared claims schema (what every claims module and page reads): the comparison, the
+    two sides' means (``first``, ``second``: their values, NaN where absent), the test's difference, p, interval,
+    units and margin side, and the verdict :func:`decide` gives at the raw p."""
+    first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    return {"claim (paper)": claim, "comparison": comparison, "category": category, "expected": expected,
+            "paired": paired, "mean first": first.mean() if first.size else np.nan,
+            "mean second": second.mean() if second.size else np.nan, "difference": test["difference"],
+            "p": claim_p(test, expected), "90% CI": ci_text(test), "test": test["test"], "units": test["units"],
+            "margin side": margin_side(test, expected), "verdict at our scale": decide(test, expected)}
 
 
 def statement_verdict(verdicts: Iterable[str]) -> str:

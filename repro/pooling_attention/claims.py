@@ -13,7 +13,7 @@ from repro.core.comparison import claims_table
 from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 from repro.core.tasks import read_task
-from repro.core.verdicts import claim_p, decide, tasks_test
+from repro.core.verdicts import claim_row, tasks_test
 from repro.pooling_attention.layerwise import pair_similarities, stored_records
 
 CATEGORIES = [None, "STS", "Classification", "Clustering", "PairClassification", "Retrieval"]  # None: all tasks
@@ -137,13 +137,8 @@ def layer_similarity_claims(matrices: dict[str, pd.DataFrame]) -> pd.DataFrame:
         anchors = [i for i in layers if i + gap in layers and i + 1 in layers]
         near = np.array([cka.loc[i, i + 1] for i in anchors], dtype=float) * 100
         far = np.array([cka.loc[i, i + gap] for i in anchors], dtype=float) * 100
-        test = tasks_test(near, far)
-        ci = test.get("90% CI", (np.nan, np.nan))
-        rows.append({"claim (paper)": LAYER_SIMILARITY, "comparison": f"adjacent vs {gap} apart",
-                     "category": backbone, "expected": "better", "paired": len(anchors),
-                     "mean first": near.mean() if len(near) else np.nan, "mean second": far.mean() if len(far) else np.nan,
-                     "difference": test["difference"], "p": claim_p(test, "better"),
-                     "90% CI": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if np.isfinite(ci[0]) else "",
-                     "test": "Wilcoxon signed-rank over anchor layers (two-sided)", "units": f"{len(anchors)} anchor layers",
-                     "margin side": "", "verdict at our scale": decide(test, "better")})
+        row = claim_row(LAYER_SIMILARITY, f"adjacent vs {gap} apart", backbone, "better", tasks_test(near, far), near,
+                        far, len(anchors))
+        rows.append(row | {"test": "Wilcoxon signed-rank over anchor layers (two-sided)",
+                           "units": f"{len(anchors)} anchor layers"})
     return pd.DataFrame(rows)

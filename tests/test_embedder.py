@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 import numpy as np
 import pytest
@@ -99,7 +98,7 @@ def test_the_one_weights_digest_equals_the_two_stored_kinds(tiny_dir):
 def test_embedders_on_smollm2_reproduce_committed_scores_through_the_one_adapter(smollm2, monkeypatch):
     """[n, d] on the real backbone; PromptEOL raw and EmbedFilter edge/2 through MtebEncoder give exactly the
     STS17 scores the committed EmbedFilter sweep stored (compact suite)."""
-    from repro.embedfilter.sweep import encode_config, filters_for
+    from repro.embedfilter.sweep import encode_config, filters_for, stored_scores
     from repro.store.paths import REPO_ROOT
 
     config = encode_config(smollm2, "prompteol")
@@ -108,8 +107,12 @@ def test_embedders_on_smollm2_reproduce_committed_scores_through_the_one_adapter
     assert out.shape == (3, 576) and out.dtype == np.float32
     with pytest.raises(TypeError, match="single string"):
         embedder.encode("A man is playing a guitar.")
-    (path,) = [p for p in (REPO_ROOT / "results" / "embedfilter").glob("causal-smollm2-135m-prompteol-compact-STS17-*.json")]
-    stored = {r["variant"]: r["main_score"] for r in json.loads(path.read_text())["rows"]}
+    with monkeypatch.context() as committed:
+        committed.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
+        rows = stored_scores("compact", tokenization="pieces")  # the encode_config default above
+    rows = rows[(rows["backbone"] == "smollm2-135m") & (rows["prompt"] == "prompteol") & (rows["task"] == "STS17")]
+    assert len(rows) == rows["variant"].nunique() > 0
+    stored = dict(zip(rows["variant"], rows["main_score"]))
     maps = filters_for(smollm2, config, ["raw", "edge/2"])
     for variant, fmap in maps.items():
         scores = run_mteb(states_encoder(smollm2, config, "last", transform=fmap), [offline_task("STS17", "compact")])

@@ -67,6 +67,24 @@ def test_every_category_stores_units_that_explain_its_score_and_paired_tests_run
         paired_test(first["SciFact"], first["ArguAna"])
 
 
+def test_pair_classification_tests_mtebs_main_score_and_names_cosine_ap_for_scores_stored_without_it():
+    """The in-task test of pair classification recomputes max AP, the main score the across-task tests read;
+    a score stored with the cosine only is tested on cosine AP, and the test says so."""
+    frame_a, first = _scores("a")
+    frame_b, second = _scores("b")
+    task = "TwitterURLCorpus"
+    main = {name: frame.set_index("task").loc[task] for name, frame in (("a", frame_a), ("b", frame_b))}
+    test = paired_test(first[task], second[task], n_resamples=50)
+    assert "(max AP)" in test["test"]
+    across = 100 * (main["a"]["main_score"] - main["b"]["main_score"])
+    assert test["difference"] == pytest.approx(across, abs=0.3)  # float16 storage of the similarities
+    old = copy.deepcopy(second[task])
+    del old["units"]["functions"]  # as stored before every similarity function was kept
+    cosine = paired_test(first[task], old, n_resamples=50)
+    assert "(cosine AP)" in cosine["test"]
+    assert cosine["difference"] == pytest.approx(100 * (main["a"]["cosine_ap"] - main["b"]["cosine_ap"]), abs=0.3)
+
+
 def test_a_paired_test_is_stored_and_keyed_by_what_it_reads(monkeypatch):
     from repro.core import paired
 

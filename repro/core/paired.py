@@ -12,7 +12,8 @@ STS                 pair     ``pair_similarities`` (cosine, mteb's STS predictio
 Retrieval           query    per-query nDCG@10 (pytrec_eval through mteb's own scoring on mteb's ranked lists;
                              the task's ``ignore_identical_ids`` applied), in sorted query-id order
 Classification      example  per-example fraction of mteb's ``n_experiments`` classifiers that were right
-PairClassification  pair     cosine similarity per pair (the paired test recomputes cosine AP)
+PairClassification  pair     every similarity function per pair (the paired test recomputes mteb's max AP;
+                             scores stored before: cosine only, and the test says cosine AP)
 Clustering          document cluster id per document (the paired test recomputes V-measure per subset)
 ==================  =======  ======================================================================================
 
@@ -72,13 +73,32 @@ def classification_units(task, predictions: list, labels: list, main_score: floa
             "ids": _digest(labels), "values": encode_array(values)}
 
 
+# mteb's pair-classification similarity functions (``PairClassificationDistances``), each oriented so that higher
+# means more similar (distances negated, as mteb's average precision does); its main score, max AP, is the highest
+# average precision among them
+PAIR_FUNCTIONS = {"similarity": ("similarity_scores", 1), "cosine": ("cosine_scores", 1),
+                  "manhattan": ("manhattan_distances", -1), "euclidean": ("euclidean_distances", -1),
+                  "dot": ("dot_scores", 1)}
+
+
 def pair_classification_units(task, predictions: dict, labels: list) -> dict:
-    """Cosine similarity per pair (the test recomputes cosine average precision with the labels)."""
+    """Every similarity function's value per pair (the test recomputes mteb's max AP, the main score, with the
+    labels); ``values`` is the cosine, as stored before the other functions were kept."""
     cosine = np.asarray(predictions["cosine_scores"], dtype=float)
     if len(cosine) != len(labels):
         raise RuntimeError(f"{task.metadata.name}: {len(cosine)} similarities for {len(labels)} pairs")
-    return {"unit": "pair", "metric": "cosine AP", "n": len(labels), "ids": _digest(labels),
-            "values": encode_array(cosine)}
+    functions = {name: encode_array(sign * np.asarray(predictions[key], dtype=float))
+                 for name, (key, sign) in PAIR_FUNCTIONS.items()}
+    return {"unit": "pair", "metric": "max AP", "n": len(labels), "ids": _digest(labels),
+            "values": encode_array(cosine), "functions": functions}
+
+
+def _pair_scores(ua: dict, ub: dict) -> tuple[str, list, list]:
+    """The pair-classification statistic both stored scores allow: mteb's max AP over its similarity functions
+    when both kept them all, else cosine AP (scores stored before that, with the cosine only)."""
+    if "functions" in ua and "functions" in ub:
+        return "max AP", *[[decode_array(u["functions"][n]).astype(float) for n in PAIR_FUNCTIONS] for u in (ua, ub)]
+    return "cosine AP", [decode_array(ua["values"]).astype(float)], [decode_array(ub["values"]).astype(float)]
 
 
 def clustering_units(task, assignments: list, labels: list[list]) -> dict:
@@ -170,9 +190,15 @@ def _paired_test(record_a: dict, record_b: dict, n_resamples: int, seed: int) ->
                                                                        f"{_plural(ua['unit'])}")
         elif category == "PairClassification":
             labels = np.asarray(data["test"]["labels"])
-            result = paired_bootstrap_statistic(
-                lambda y, x, z: average_precision_score(y, x) - average_precision_score(y, z),
-                (labels, a, b), n_resamples, seed, unit="pairs")
+            metric, fa, fb = _pair_scores(ua, ub)
+            k = len(fa)
+
+            def ap_difference(y, *scores):
+                return (max(average_precision_score(y, x) for x in scores[:k])
+                        - max(average_precision_score(y, z) for z in scores[k:]))
+
+            result = paired_bootstrap_statistic(ap_difference, (labels, *fa, *fb), n_resamples, seed, unit="pairs")
+            result["test"] = f"{result['test']} ({metric})"
         else:
             sizes = ua["subset_sizes"]
             labels = np.concatenate([np.asarray(x) for x in data["test"]["labels"]])

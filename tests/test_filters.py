@@ -146,3 +146,58 @@ def test_lens_projector_counts_and_search_cost(tiny):
     assert counts.sum() == sum(len(i) for i in ids) and counts[ids[1][0]] >= 2
     cost = measure([64, 32], corpus_sizes=(500,), n_queries=8, repeats=2)
     assert list(cost["dims"]) == [64, 32] and cost["index_megabytes"].iloc[0] == 2 * cost["index_megabytes"].iloc[1]
+
+
+def test_bootstrap_p_is_two_sided_and_counts_the_observed_sample():
+    from repro.embedfilter.vocab_lens import bootstrap_p
+
+    rng = np.random.default_rng(0)
+    assert bootstrap_p(rng.normal(5, 1, 999)) == pytest.approx(2 / 1000)  # never 0: (0 + 1) / (n + 1), twice
+    assert bootstrap_p(-rng.normal(5, 1, 999)) == pytest.approx(2 / 1000)  # either side
+    assert bootstrap_p(rng.normal(0, 1, 999)) > 0.5  # centred on 0
+    shifted = rng.normal(1.0, 1, 999)  # 1 SD from 0: about 16% of resamples at or below it, p about 0.32
+    assert 0.25 < bootstrap_p(shifted) < 0.4
+    assert bootstrap_p(np.zeros(10)) == 1.0
+
+
+def _probe(raw_rho, filtered_rho, raw_p, difference_p, shift, n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    raw = rng.normal(8, 1, n)
+    filtered = raw - shift + rng.normal(0, 0.1, n)
+    from repro.core.stats import wilcoxon_over_tasks
+
+    token = {"spearman_raw": raw_rho, "spearman_filtered": filtered_rho}
+    token |= {"raw_p": raw_p, "difference_p": difference_p} if raw_p is not None else {}
+    return {"params": {"n_sentences": n, "filter": "edge/2"}, "per_token": token,
+            "per_sentence": {"raw_mean_log_freq_top": raw.tolist(), "filtered_mean_log_freq_top": filtered.tolist(),
+                             "test": wilcoxon_over_tasks(raw, filtered, unit="sentences")}}
+
+
+def test_frequency_claims_need_all_three_shifts_and_no_margin():
+    from repro.core.comparison import with_adjusted_p
+    from repro.core.verdicts import statement_verdict
+    from repro.embedfilter.claims import frequency_claims
+
+    aligned = frequency_claims({"a": _probe(0.4, 0.1, 0.002, 0.002, 0.5)})
+    assert len(aligned) == 3 and set(aligned["verdict at our scale"]) == {"supported"}
+    # the differences are a correlation and a log frequency, far below the score margin of 1 point: still decided
+    assert (aligned["difference"].abs() < 1).all() and (aligned["margin"] == 0).all()
+    assert set(with_adjusted_p(aligned)["verdict at our scale"]) == {"supported"}
+    reversed_ = frequency_claims({"b": _probe(0.4, 0.6, 0.002, 0.002, -0.5)})
+    assert statement_verdict(reversed_["verdict at our scale"]) == "contradicted"
+    unsure = frequency_claims({"c": _probe(0.4, 0.35, 0.002, 0.4, 0.5)})
+    assert statement_verdict(unsure["verdict at our scale"]) == "inconclusive"
+    old = frequency_claims({"d": _probe(0.4, 0.1, None, None, 0.5)})  # stored before the bootstrap p was kept
+    assert old["verdict at our scale"].str.startswith("untestable").sum() == 2
+
+
+def test_storage_claim_holds_only_if_index_and_time_fall_at_every_ratio():
+    from repro.embedfilter.claims import storage_claim
+
+    def record(times):
+        return {"rows": [{"corpus_size": 1000, "dims": 64 // r, "ratio": r, "index_megabytes": 1000 * 64 // r * 4 / 2**20,
+                          "search_ms_per_query": t} for r, t in zip((1, 2, 4, 8), times)]}
+
+    held = storage_claim({64: record([4.0, 2.1, 1.2, 0.7])})
+    assert held["verdict at our scale"] == "holds (measured)" and held["search speed-up at ratio 8"] == [5.71]
+    assert storage_claim({64: record([4.0, 2.1, 2.3, 0.7])})["verdict at our scale"] == "does not hold (measured)"

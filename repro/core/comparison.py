@@ -16,6 +16,7 @@ from scipy.stats import false_discovery_control, kendalltau
 from repro.core.stats import UNSETTLED, min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
 from repro.core.verdicts import (
     EXPECTATIONS,
+    MARGIN,
     adjusted_verdict,
     ci_text,
     claim_p,
@@ -168,6 +169,13 @@ def _test_keys(rows: pd.DataFrame, column: str = "p") -> list[tuple] | None:
             for c, cat, n, p, d in zip(rows["comparison"], rows["category"], paired, rows[column], size)]
 
 
+def _margin(row) -> float:
+    """A row's declared margin: its own ``margin`` (a statistic that is not a score, e.g. a correlation, declares
+    0), else the engine's :data:`repro.core.verdicts.MARGIN`."""
+    margin = row.get("margin", np.nan)
+    return MARGIN if margin is None or pd.isna(margin) else float(margin)
+
+
 def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
     """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
     (scipy.stats.false_discovery_control) over the distinct tests the rows read (not untestable, missing or a model
@@ -187,5 +195,5 @@ def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
         if {"expected", "difference"} <= set(out):
             out.loc[tested, "verdict at our scale"] = [
                 adjusted_verdict(r["verdict at our scale"], r["expected"], r["difference"], r.get("margin side"),
-                                 r["p (BH-adjusted)"]) for _, r in out.loc[tested].iterrows()]
+                                 r["p (BH-adjusted)"], margin=_margin(r)) for _, r in out.loc[tested].iterrows()]
     return out

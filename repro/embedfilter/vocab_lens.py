@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from repro.core.backbones import STORED_DTYPE, load_backbone
-from repro.core.encode import encode
+from repro.core.encode import TOKENIZATIONS, encode
 from repro.core.samples import sentence_sample
 from repro.core.stats import wilcoxon_over_tasks
 from repro.embedfilter.filters import filter_indices, kept_dims, unembedding_matrix, unembedding_spectrum
@@ -64,19 +64,39 @@ def _mean_log_frequency_of_top(logits: np.ndarray, log_freq: np.ndarray, top: in
     return log_freq[idx].mean(1)
 
 
+def bootstrap_p(values) -> float:
+    """Two-sided percentile-bootstrap p of "the statistic is 0" from its resampled values: twice the smaller tail
+    share at or beyond 0, counted with the observed sample ((k + 1) / (n + 1)), at most 1."""
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    tail = min(int((values <= 0).sum()), int((values >= 0).sum()))
+    return float(min(1.0, 2 * (tail + 1) / (n + 1)))
+
+
+def _tokenized(params: dict, tokenization: str) -> dict:
+    """``params`` keyed by the tokenization when it is not the book's earlier piece-wise one (whose stored keys
+    predate the option and stay as they are)."""
+    if tokenization not in TOKENIZATIONS:
+        raise ValueError(f"unknown tokenization '{tokenization}'; valid: {', '.join(TOKENIZATIONS)}")
+    return params if tokenization == "pieces" else params | {"tokenization": tokenization}
+
+
 def vocabulary_probe(backbone_name: str, prompt: str = "prompteol", kind: str = "edge", ratio: int = 2,
                      n_sentences: int = 500, top: int = 20, n_resamples: int = 1000, seed: int = 0,
-                     recompute: bool = False) -> dict:
-    """Top tokens before/after filtering and the token-frequency alignment of the embeddings (stored)."""
+                     recompute: bool = False, tokenization: str = "pieces") -> dict:
+    """Top tokens before/after filtering and the token-frequency alignment of the embeddings (stored); the
+    bootstrap over sentences gives the raw correlation's and the raw - filtered difference's two-sided p
+    (``per_token``: ``raw_p``, ``difference_p``; records stored before they were kept lack them)."""
 
-    params = {"backbone": backbone_name, "prompt": prompt, "filter": f"{kind}/{ratio}", "n_sentences": n_sentences,
-              "top": top, "n_resamples": n_resamples, "seed": seed, "corpus": list(CORPUS_FILES),
-              "sentences": "STS-B test (seeded sample)", "examples": list(EXAMPLES)}
+    params = _tokenized({"backbone": backbone_name, "prompt": prompt, "filter": f"{kind}/{ratio}",
+                         "n_sentences": n_sentences, "top": top, "n_resamples": n_resamples, "seed": seed,
+                         "corpus": list(CORPUS_FILES), "sentences": "STS-B test (seeded sample)",
+                         "examples": list(EXAMPLES)}, tokenization)
 
     def compute():
         start = time.perf_counter()
         backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)
-        config = encode_config(backbone, prompt)
+        config = encode_config(backbone, prompt, tokenization=tokenization)
         sentences = sentence_sample(n_sentences, seed)
         states = encode(backbone, list(EXAMPLES) + sentences, config, progress=False)[config.poolings[0]][0]
         w = unembedding_matrix(backbone).float().numpy()
@@ -101,12 +121,12 @@ def vocabulary_probe(backbone_name: str, prompt: str = "prompteol", kind: str = 
         rho_raw = stats.spearmanr(raw_s[:, seen].mean(0), log_freq[seen])[0]
         rho_filt = stats.spearmanr(filt_s[:, seen].mean(0), log_freq[seen])[0]
         rng = np.random.default_rng(seed)
-        diffs = []
+        diffs, raws = [], []
         for _ in range(n_resamples):  # bootstrap over sentences: resample, recompute both correlations
             weights = np.bincount(rng.integers(0, len(sentences), len(sentences)), minlength=len(sentences))
-            a = weights @ raw_s[:, seen]
-            b = weights @ filt_s[:, seen]
-            diffs.append(stats.spearmanr(a, log_freq[seen])[0] - stats.spearmanr(b, log_freq[seen])[0])
+            a = stats.spearmanr(weights @ raw_s[:, seen], log_freq[seen])[0]
+            diffs.append(a - stats.spearmanr(weights @ filt_s[:, seen], log_freq[seen])[0])
+            raws.append(a)
         low, high = np.percentile(diffs, [2.5, 97.5])
         top_freq_rank = {name: float(np.median(stats.rankdata(-counts, method="min")[np.argsort(-logits.mean(0))[:top]]))
                          for name, logits in (("raw", raw_s), ("filtered", filt_s))}
@@ -125,6 +145,7 @@ def vocabulary_probe(backbone_name: str, prompt: str = "prompteol", kind: str = 
                                   "test": per_sentence},
                  "per_token": {"tokens_seen": int(len(seen)), "vocab": int(w.shape[0]), "spearman_raw": float(rho_raw),
                                "spearman_filtered": float(rho_filt), "difference_ci95": [float(low), float(high)],
+                               "raw_p": bootstrap_p(raws), "difference_p": bootstrap_p(diffs),
                                "median_frequency_rank_of_top_mean_logit_tokens": top_freq_rank},
                  "corpus_tokens": int(counts.sum())}
         rows = pd.DataFrame([{"embedding": "raw", "spearman_logit_vs_log_frequency": rho_raw,
@@ -137,16 +158,16 @@ def vocabulary_probe(backbone_name: str, prompt: str = "prompteol", kind: str = 
 
 
 def spectrum_bands(backbone_name: str, prompt: str = "prompteol", n_sentences: int = 500, bands: int = 8,
-                   seed: int = 0, recompute: bool = False) -> dict:
+                   seed: int = 0, recompute: bool = False, tokenization: str = "pieces") -> dict:
     """Singular values of ``W_U`` and the embeddings' variance / energy per band of singular directions."""
 
-    params = {"backbone": backbone_name, "prompt": prompt, "n_sentences": n_sentences, "bands": bands,
-              "seed": seed, "sentences": "STS-B test (seeded sample)", "kind": "spectrum"}
+    params = _tokenized({"backbone": backbone_name, "prompt": prompt, "n_sentences": n_sentences, "bands": bands,
+                         "seed": seed, "sentences": "STS-B test (seeded sample)", "kind": "spectrum"}, tokenization)
 
     def compute():
         start = time.perf_counter()
         backbone = load_backbone(backbone_name, dtype=STORED_DTYPE)
-        config = encode_config(backbone, prompt)
+        config = encode_config(backbone, prompt, tokenization=tokenization)
         states = encode(backbone, sentence_sample(n_sentences, seed), config, progress=False)[config.poolings[0]][0]
         spectrum = unembedding_spectrum(backbone)
         coords = states.astype(np.float64) @ spectrum.vh.T.astype(np.float64)  # [n, d], descending sigma

@@ -346,14 +346,14 @@ def test_identical_scores_are_no_difference_only_where_a_difference_could_have_b
 
 
 def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
-    from repro.book import ledger
+    from repro.book import ledger, ledger_paper2
     from repro.pooling_attention.claims import TABLE_CLAIMS
 
     rng = np.random.default_rng(1)
     base = rng.uniform(40, 60, 8)
     wide = scores({1: base, 4: base + rng.uniform(-0.2, 0.2, 8), 5: base + 5 + rng.uniform(0, 1, 8)})
     claims = claims_table(wide, [c for c in TABLE_CLAIMS if {c[1], c[2]} <= {1, 4, 5} and c[3] == "STS"])
-    rows = ledger._from_claims(1, claims, "a scale", "p1_tables")
+    rows = ledger.from_claims(1, claims, "a scale", "p1_tables")
     assert list(rows.columns) == ledger.COLUMNS and len(rows) == len(claims)
     assert rows["verdict"].tolist() == claims["verdict at our scale"].tolist()  # never re-judged
     assert rows["verdict"].eq("supported").all() and rows["claim"].str.contains(r"\[STS, 5 vs [14]\]").all()
@@ -374,8 +374,8 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     quoted, legend = ledger.scale_legend(rows.assign(q=[ledger.NOT_QUOTED] + ["x"] * (len(rows) - 1)), "Q", "q",
                                          keep=(ledger.NOT_QUOTED,))
     assert quoted["q"].tolist()[:2] == [ledger.NOT_QUOTED, "Q1"] and legend == ["Q1: x"]
-    assert "Qwen2.5-0.5B: +4.50" in ledger._quoted_gain("prompteol", "edge/2")
-    assert ledger._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
+    assert "Qwen2.5-0.5B: +4.50" in ledger_paper2._quoted_gain("prompteol", "edge/2")
+    assert ledger_paper2._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
 
 
 def test_the_ledgers_paper_view_states_each_statement_once_over_its_rows():
@@ -638,3 +638,43 @@ def test_claims_view_gives_one_narrow_table_per_statement_in_order():
     assert paged[0][1].columns[0] == "comparison" and paged[0][1].index.tolist() == ["Tables", "Tables"]
     seeded = claims.assign(**{"seed spread": [0.5, np.nan, 0.4]})
     assert [list(t.columns[-3:]) for _, t in claims_view(seeded)] == [["BH", "spread", "verdict"], ["p", "BH", "verdict"]]
+
+
+def test_paper2_rows_count_the_current_scope_and_keep_the_earlier_one_as_history(monkeypatch):
+    """The main table's current scope (official tokenization, every task) gives current rows; the earlier scope
+    (piece-wise, the STS sets) gives history rows; each reads the sweep of its own tokenization and tasks."""
+    from repro.book import ledger_paper2
+    from repro.core.tasks import TASKS
+
+    calls = []
+
+    def sweep(runs, suite, tasks, variants, recompute=False, tokenization="pieces", protocol="mteb"):
+        calls.append((tuple(runs), tuple(tasks or ()), tokenization, protocol))
+        names = list(tasks or TASKS)
+        rng = np.random.default_rng(len(names))
+        base = {t: 50 + rng.normal(0, 5) for t in names}  # a task effect shared by the variants
+        gain = {t: (3.0 if tokenization == "official" else -3.0) + rng.normal(0, 0.3) for t in names}  # a loss before
+        return pd.DataFrame([{"backbone": b, "prompt": p, "task": t, "category": TASKS[t].category,
+                              "variant": v, "dims": 8, "main_score": (base[t] + gain[t] * (v == "edge/2")) / 100}
+                             for b, p in runs for t in names for v in variants])
+
+    monkeypatch.setattr(ledger_paper2, "sweep_scores", sweep)
+    params = {"profile": "x", "backbones": ["a"], "prompts": ["prompteol", "echo"], "skip_runs": ["a:echo"],
+              "suite": "compact", "tasks": None, "tokenization": "official", "ratios": [1, 2, 4, 8],
+              "earlier_tokenization": "pieces", "earlier_tasks": ["STS12", "STS13", "STS14", "STS15", "STS16", "STS17"]}
+    scopes = ledger_paper2._scopes(params)
+    assert [current for _, current in scopes] == [True, False]
+    assert scopes[1][0]["skip_runs"] == [] and scopes[1][0]["tokenization"] == "pieces"
+    now = ledger_paper2.main_table_rows(scopes[0][0], True)
+    before = ledger_paper2.main_table_rows(scopes[1][0], False)
+    assert calls == [((("a", "prompteol"),), (), "official", "mteb"),
+                     ((("a", "prompteol"), ("a", "echo")), tuple(params["earlier_tasks"]), "pieces", "mteb")]
+    improves = now[now["claim"].str.startswith(ledger_paper2.EDGE_IMPROVES)]
+    assert improves["verdict"].tolist() == ["supported"] and improves["current"].all()
+    assert "official tokenization" in improves["scale"].iloc[0] and "19 tasks" in improves["scale"].iloc[0]
+    per_category = now[now["claim"].str.startswith(ledger_paper2.EDGE_PER_CATEGORY)]
+    assert len(per_category) == len({TASKS[t].category for t in TASKS})  # every category of the suite, one row each
+    assert per_category["tier"].eq("ablation").all()
+    earlier = before[before["claim"].str.startswith(ledger_paper2.EDGE_IMPROVES)]
+    assert not earlier["current"].any() and set(earlier["verdict"]) == {"contradicted"}
+    assert before[before["claim"].str.startswith(ledger_paper2.EDGE_PER_CATEGORY)].empty  # one category: no split

@@ -26,17 +26,14 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.autoregembed.objective_cost import objective_costs
+from repro.book.ledger_paper2 import paper2_rows
+from repro.book.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
 from repro.book.pages import page_parameters
 from repro.core.comparison import DISAGREE, claims_table, per_task_scores, with_adjusted_p
 from repro.core.seeds import one_seed, seeded_claims
 from repro.core.stats import UNSETTLED
 from repro.core.suites import suite_caps_text
-from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, TASKS_TEST, adjusted_verdict
-from repro.embedfilter.claims import best_variant_tests, tests_against
-from repro.embedfilter.filters import sweep_variants
-from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
-from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
-from repro.embedfilter.sweep import parse_run, sweep_scores
+from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, adjusted_verdict
 from repro.pooling_attention.claims import (
     ROBUSTNESS_CLAIMS,
     TABLE_CLAIMS,
@@ -50,41 +47,9 @@ from repro.pooling_attention.layer_similarity import layer_correlation
 from repro.pooling_attention.layerwise import layerwise
 from repro.pooling_attention.trained import CAP, converged_config, evaluate_models
 
-COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
-           "margin side", "verdict", "page", "current"]
-HEADLINE, ABLATION = "headline", "ablation"
-PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
-          2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
-          3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
-WILCOXON = TASKS_TEST  # deterministic methods: tasks are the units
 LAST_LAYER = "the last layer is not always the best (Figure 2)"
-NOT_QUOTED = "not quoted in the book"
 # "edge is the best" needs a significant win over every other variant: short of that, say which way it falls short
 VERDICTS = {"not supported at this scale": "not supported (not significantly better than every other variant)"}
-
-
-def _fmt_p(p) -> str:
-    return "" if p is None or pd.isna(p) else f"p = {float(p):.4f}"
-
-
-def _from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: str | None = None,
-                 quoted: pd.Series | None = None, tier: str = HEADLINE, current: bool = True) -> pd.DataFrame:
-    """Rows of a :func:`repro.core.comparison.claims_table`-shaped frame (the shared claim schema); ``test``
-    defaults to each row's own test name; ``current`` False marks a superseded run's rows (history)."""
-    if claims.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    where = [", ".join(str(x) for x in (category, comparison) if x is not None and not pd.isna(x) and x != "all")
-             for category, comparison in zip(claims["category"], claims.get("comparison", [None] * len(claims)))]
-    claim = claims["claim (paper)"] + pd.Series([f" [{w}]" if w else "" for w in where], index=claims.index)
-    p = claims["p"] if "p" in claims else claims["p (Wilcoxon)"]
-    units = claims["units"] if "units" in claims else claims["paired"].astype(str) + " paired"
-    return pd.DataFrame({
-        "paper": PAPERS[paper], "claim": claim, "tier": tier, "scale": scale, "ours": claims["difference"].round(2),
-        "paper (quoted)": quoted if quoted is not None else NOT_QUOTED,
-        "test": test if test is not None else claims.get("test", WILCOXON),
-        "statistic": p.map(_fmt_p) + ", " + units.astype(str), "expected": claims.get("expected", "better"),
-        "p": p.astype(float), "margin side": claims.get("margin side", ""),
-        "verdict": claims["verdict at our scale"], "page": page, "current": current})
 
 
 def _fixed_budget(params: dict) -> dict:
@@ -118,7 +83,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     corr = page_parameters("p1_layer_correlation", profile)
     matrices = {b: pd.DataFrame(layer_correlation(b, corr["n_sentences"], recompute=recompute)["rows"])
                 for b in corr["backbones"]}
-    figure1 = _from_claims(1, layer_similarity_claims(matrices), f"EOS states of {corr['n_sentences']} STS-B "
+    figure1 = from_claims(1, layer_similarity_claims(matrices), f"EOS states of {corr['n_sentences']} STS-B "
                            "sentences, every layer pair", "p1_layer_correlation")
     t = page_parameters("p1_tables", profile)
     backbone = t["backbones"][0]
@@ -127,7 +92,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     scale = (f"{backbone}, models {t['models']}, {t['steps']} steps x {t['batch_size']} SNLI triplets (the earlier "
              f"fixed budget), seed {t['seed']}, '{t['suite']}' suite")
     parts = [pd.DataFrame(rows, columns=COLUMNS), figure1,
-             _from_claims(1, one_seed(p1_claims(wide)), scale, "p1_tables", current=False)]
+             from_claims(1, one_seed(p1_claims(wide)), scale, "p1_tables", current=False)]
     # the same claims under the declared budget rule, for the pairs of models with converged runs stored
     parts.append(_converged_rows(backbone, converged_scores(backbone, t["models"])[0], TABLE_CLAIMS, "compact"))
     return pd.concat(parts + table5_rows(profile, recompute), ignore_index=True)
@@ -144,7 +109,7 @@ def table5_rows(profile: str = "standard", recompute: bool = False) -> list[pd.D
     earlier = one_seed(claims_table(wide, present_claims(ROBUSTNESS_CLAIMS, r["models"])))
     scale = (f"{r['backbone']}, models {r['models']}, {r['steps']} steps x {r['batch_size']} SNLI triplets (the "
              f"earlier fixed budget), seed {r['seed']}, {len(wide)} tasks, '{r['suite']}' suite")
-    parts = [_from_claims(1, earlier, scale, "p1_robustness", tier=ABLATION, current=False)]
+    parts = [from_claims(1, earlier, scale, "p1_robustness", tier=ABLATION, current=False)]
     c = page_parameters("p1_converged", profile)
     for backbone in [b for b in c["backbones"] if b in c.get("table5_backbones", [])]:
         models = [m for m in c.get("backbone_models", {}).get(backbone, c["models"]) if m in c["models"]]
@@ -165,81 +130,7 @@ def _converged_rows(backbone: str, frame: pd.DataFrame, statements, suite: str, 
     example = converged_config(backbone, claims[0][1], 0)
     scale = (f"{backbone}, converged runs (budget rule, cap {CAP} x {example.batch_size}, training data "
              f"`{example.data}`), seeds per model ({per_model}), {frame['task'].nunique()} tasks, '{suite}' suite")
-    return _from_claims(1, seeded_claims(frame, claims), scale, "p1_converged", tier=tier)
-
-
-def _quoted_gain(prompt: str, variant: str) -> str:
-    """The paper's own gain of ``variant`` over raw for ``prompt``, per backbone it reports (quoted)."""
-    table = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
-    table = table[table.prompt.str.lower() == prompt.lower()].pivot_table(index="backbone", columns="variant",
-                                                                          values="score")
-    if variant not in table or "raw" not in table:
-        return NOT_QUOTED
-    gains = (table[variant] - table["raw"]).dropna()
-    return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({P2_SOURCE})"
-
-
-def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFrame, list[str]]:
-    """The EmbedFilter sweep scores a Paper 2 page reads, and its variants; loaded once per grid (``loaded``)."""
-    skipped = [parse_run(r) for r in params.get("skip_runs", [])]
-    runs = [(b, p) for b in params["backbones"] for p in params["prompts"] if (b, p) not in skipped]
-    variants = sweep_variants(params["ratios"])
-    key = (tuple(runs), params["suite"], tuple(params["tasks"] or ()), tuple(variants))
-    if key not in loaded:
-        loaded[key] = sweep_scores(runs, params["suite"], params["tasks"], variants, recompute)
-    return loaded[key], variants
-
-
-EDGE_IMPROVES = "EmbedFilter (edge, ratio 2) improves on the raw embedding, across backbones and prompts"
-EDGE_BEST = "edge is the best ratio-2 filter (against the other filters and the baselines)"
-KEPT = "quality is kept at ratios 4 and 8 (raw is not better than edge/4 or edge/8 by the margin)"
-
-
-def _p2_row(claim: str, r, scale: str, quoted: str, page: str, tier: str) -> dict:
-    """One Paper 2 comparison (a :func:`repro.embedfilter.claims.tests_against` row: deterministic, tasks as
-    units) in the ledger's columns; the verdict is the engine's on the row's Wilcoxon p."""
-    test = str(r["verdict"])
-    difference = float(r["mean difference"])
-    verdict = (DISAGREE if test == UNSETTLED else "untestable" if test.startswith("untestable")
-               else adjusted_verdict(INCONCLUSIVE, "better", difference, "", r["p (Wilcoxon)"]))
-    return {"paper": PAPERS[2], "claim": claim, "tier": tier, "scale": scale, "ours": round(difference, 2),
-            "paper (quoted)": quoted, "test": WILCOXON,
-            "statistic": f"p = {r['p (Wilcoxon)']:.4f}, {r['wins']} wins / {r['losses']} losses", "expected": "better",
-            "p": float(r["p (Wilcoxon)"]), "margin side": "", "verdict": verdict, "page": page, "current": True}
-
-
-def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
-    """The main table (edge/2 against raw, one comparison per backbone x prompt) and the filter-type ablation
-    (edge/2 against every other ratio-2 filter and baseline, per backbone x prompt)."""
-    rows, loaded = [], {}
-    main = page_parameters("p2_main_table", profile)
-    scores, _ = _page_sweep(main, recompute, loaded)
-    for _, r in tests_against(scores, ["edge/2"], "raw").iterrows():
-        rows.append(_p2_row(f"{EDGE_IMPROVES} [{r['backbone']}, {r['prompt']}]", r,
-                            f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{main['suite']}' suite",
-                            _quoted_gain(r["prompt"], "edge/2"), "p2_main_table", HEADLINE))
-    per_task = scores.groupby(["backbone", "prompt", "category", "task", "variant"], as_index=False)["main_score"].mean()
-    kept = [(KEPT, "raw", f"edge/{r}", None, "no gain") for r in (4, 8) if f"edge/{r}" in set(per_task["variant"])]
-    for (b, p), part in per_task.groupby(["backbone", "prompt"]):
-        wide = part.pivot_table(index=["category", "task"], columns="variant", values="main_score") * 100
-        table = claims_table(wide, kept) if kept else pd.DataFrame()
-        if len(table):
-            table = table.assign(comparison=[f"{b}, {p}, {c}" for c in table["comparison"]])
-            rows += _from_claims(2, table, f"{b}, {p}, {len(wide)} tasks, '{main['suite']}' suite", "p2_main_table",
-                                 quoted=_quoted_gain(p, "edge/8")).to_dict("records")
-    types = page_parameters("p2_filter_types", profile)
-    scores, variants = _page_sweep(types, recompute, loaded)  # (the main table's, when the pages share a grid)
-    ablation = ["raw"] + [v for v in variants if v.endswith("/2")]
-    tests, _ = best_variant_tests(scores, "edge/2", ablation)
-    others = {k: v for k, v in PAPER_ABLATION.items() if k != "edge/2"}
-    runner_up = max(others, key=others.get)
-    quoted = (f"edge/2 {PAPER_ABLATION['edge/2']} vs the next best {runner_up} {others[runner_up]} (Qwen2.5-0.5B, "
-              f"PromptEOL, ablation subset; {P2_SOURCE})")
-    for _, r in tests.iterrows():
-        rows.append(_p2_row(f"{EDGE_BEST} [{r['backbone']}, {r['prompt']}, vs {r['against']}]", r,
-                            f"{r['backbone']}, {r['prompt']}, {r['tasks']} tasks, '{types['suite']}' suite", quoted,
-                            "p2_filter_types", ABLATION))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return from_claims(1, seeded_claims(frame, claims), scale, "p1_converged", tier=tier)
 
 
 def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
@@ -278,16 +169,16 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     # a statement the budget rule's runs test supersedes the single-run Tables page's rows of it
     superseded = tables["claim (paper)"].isin(set(converged["claim"].map(statement_of)))
     parts = [
-        _from_claims(3, tables[superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
+        from_claims(3, tables[superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
                      test=held, quoted="in the claim text (quoted from the paper's Tables 1-2)", current=False),
-        _from_claims(3, tables[~superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
+        from_claims(3, tables[~superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
                      test=held, quoted="in the claim text (quoted from the paper's Tables 1-2)"),
-        _from_claims(3, data_efficiency_claims(curve, references=flat),
+        from_claims(3, data_efficiency_claims(curve, references=flat),
                      f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
                      "p3_data_efficiency"),
-        _from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, "
+        from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, "
                      f"'{a['suite']}' suite", "p3_ablations", test=held, quoted=quoted_ablation, tier=ABLATION),
-        _from_claims(3, grid, f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
+        from_claims(3, grid, f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
                             f"{base_a.seed}, '{a['suite']}' suite", "p3_ablations",
                      test=held, quoted=quoted_grid, tier=ABLATION),
         converged,
@@ -314,7 +205,7 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
     if start:  # AutoRegEmbed is then its stage 1: a difference of 0 from compression only by construction
         scale += (f"; at AutoRegEmbed's seed{'s' if len(start) > 1 else ''} {', '.join(map(str, start))} dev "
                   "selected step 0, the stage-1 encoder")
-    return _from_claims(3, seeded_claims(frame, claims), scale, "p3_converged")
+    return from_claims(3, seeded_claims(frame, claims), scale, "p3_converged")
 
 
 def all_comparisons(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:

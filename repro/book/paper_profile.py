@@ -82,7 +82,6 @@ _P3 = {"backbone": P3_BACKBONE, "suite": "mteb", "finetune": "full", "compress_s
        "compress_max_length": 512, "compress_lr": 1e-5, "compress_data": "instruction", "align_steps": 1563,
        "align_lr": 5e-6, "warmup_steps": 50, "batch_size": 128, "train_examples": 0, "validation_examples": 64,
        "validation_sts_pairs": 300, "validation_triplets": 300, "seed": 0, "tasks": P3_TASKS}
-_P2_RUNS = [f"{b}:{p}" for b in P2_BACKBONES for p in ("prompteol-summarize", "echo")]
 
 PAPER: dict[str, dict] = {
     "p1_layer_correlation": {"backbones": P1_BACKBONES, "n_sentences": 1000},
@@ -96,7 +95,7 @@ PAPER: dict[str, dict] = {
     "p1_robustness": {"backbone": P1_BACKBONES[1], "reference_backbone": P1_BACKBONES[0],
                       "models": [1, 2, 3, 4, 5], "reference_steps": 1000, **_P1_TRAIN},
     **{name: {"backbones": P2_BACKBONES, "prompts": ["prompteol-summarize", "echo"], "skip_runs": [], "suite": "mteb",
-              "tasks": P2_TASKS, "all_task_runs": _P2_RUNS, "ratios": [1, 2, 4, 8]}
+              "tasks": P2_TASKS, "tokenization": "official", "ratios": [1, 2, 4, 8], "earlier_tasks": []}
        for name in ("p2_main_table", "p2_filter_types")},
     "p2_vocab_probe": {"backbones": P2_BACKBONES, "prompt": "prompteol-summarize", "n_sentences": 500,
                        "n_resamples": 1000},

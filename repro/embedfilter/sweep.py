@@ -161,9 +161,12 @@ def parse_run(text: str) -> tuple[str, str]:
 
 
 def sweep_scores(runs: Sequence[tuple[str, str]], suite: str, tasks: Sequence[str] | None,
-                 variants: Sequence[str], recompute: bool = False, tokenization: str = "pieces") -> pd.DataFrame:
-    """The sweeps of several (backbone, prompt) runs on the same tasks, one frame (empty if no runs)."""
-    frames = [embedfilter(b, suite, p, tasks, variants, recompute=recompute, progress=False,
+                 variants: Sequence[str], recompute: bool = False, tokenization: str = "pieces",
+                 protocol: str = "mteb") -> pd.DataFrame:
+    """The sweeps of several (backbone, prompt) runs on the same tasks, one frame (empty if no runs); under the
+    official ``protocol`` the categories it rescores (clustering, pair classification) come from its records and
+    the others from mteb's, which it leaves as they are."""
+    frames = [embedfilter(b, suite, p, tasks, variants, recompute=recompute, progress=False, protocol=protocol,
                           tokenization=tokenization) for b, p in runs]
     if not frames:
         return pd.DataFrame(columns=["backbone", "prompt", "task", "category", "variant", "dims", "main_score"])
@@ -196,14 +199,15 @@ def stored_scores(suite: str = "compact", protocol: str = "mteb", tokenization: 
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def protocol_comparison(suite: str = "compact", variants: Sequence[str] = ("raw", "edge/2")) -> pd.DataFrame:
-    """Clustering and pair classification scored both ways, where the official protocol was run: mteb's main
-    score on raw embeddings against the official L2-normalised scoring (cosine AP for pair classification), x100,
-    and the EmbedFilter gain (edge/2 - raw) under each."""
-    official = stored_scores(suite, "official")
+def protocol_comparison(suite: str = "compact", variants: Sequence[str] = ("raw", "edge/2"),
+                        tokenization: str = "pieces") -> pd.DataFrame:
+    """Clustering and pair classification scored both ways, where the official protocol was run (one
+    tokenization): mteb's main score on raw embeddings against the official scoring (PromptEOL L2-normalised,
+    Echo not; cosine AP for pair classification), x100, and the EmbedFilter gain (edge/2 - raw) under each."""
+    official = stored_scores(suite, "official", tokenization)
     if official.empty:
         return pd.DataFrame()
-    earlier = stored_scores(suite, "mteb")
+    earlier = stored_scores(suite, "mteb", tokenization)
     keys = ["backbone", "prompt", "task", "variant"]
     both = official[keys + ["main_score"]].merge(earlier[keys + ["main_score"]], on=keys, suffixes=(" official", " mteb"))
     both = both[both.variant.isin(variants)]

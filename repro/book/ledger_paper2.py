@@ -1,0 +1,197 @@
+"""Paper 2's rows of the claims ledger (:mod:`repro.book.ledger`): the main table, the filter-type ablation, the
+vocabulary lens and the storage cost, each from the stored results of the page that tests it (the pages' own
+parameters, :mod:`repro.book.pages`); a page's earlier scope (the piece-wise tokenization on the STS sets) gives
+history rows, never counted."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.book.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
+from repro.book.pages import page_parameters
+from repro.core.backbones import LazyBackbone
+from repro.core.comparison import DISAGREE, claims_table
+from repro.core.stats import UNSETTLED
+from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, adjusted_verdict, statement_verdict
+from repro.embedfilter.claims import best_variant_tests, frequency_claims, storage_claim, tests_against
+from repro.embedfilter.filters import sweep_variants
+from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
+from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
+from repro.embedfilter.search_cost import search_cost
+from repro.embedfilter.sweep import parse_run, stored_scores, sweep_scores
+from repro.embedfilter.vocab_lens import vocabulary_probe
+
+
+def _quoted_gain(prompt: str, variant: str) -> str:
+    """The paper's own gain of ``variant`` over raw for ``prompt``, per backbone it reports (quoted)."""
+    table = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
+    table = table[table.prompt.str.lower() == prompt.lower()].pivot_table(index="backbone", columns="variant",
+                                                                          values="score")
+    if variant not in table or "raw" not in table:
+        return NOT_QUOTED
+    gains = (table[variant] - table["raw"]).dropna()
+    return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({P2_SOURCE})"
+
+
+def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFrame, list[str]]:
+    """The EmbedFilter sweep scores a Paper 2 page reads, and its variants; loaded once per grid (``loaded``)."""
+    skipped = [parse_run(r) for r in params.get("skip_runs", [])]
+    runs = [(b, p) for b in params["backbones"] for p in params["prompts"] if (b, p) not in skipped]
+    variants = sweep_variants(params["ratios"])
+    tokenization, protocol = params.get("tokenization", "pieces"), params.get("protocol", "mteb")
+    key = (tuple(runs), params["suite"], tuple(params["tasks"] or ()), tuple(variants), tokenization, protocol)
+    if key not in loaded:
+        loaded[key] = sweep_scores(runs, params["suite"], params["tasks"], variants, recompute,
+                                   tokenization=tokenization, protocol=protocol)
+    return loaded[key], variants
+
+
+def _scopes(params: dict) -> list[tuple[dict, bool]]:
+    """A Paper 2 page's current scope and, if it asks for one, its earlier scope (every run of the grid on
+    ``earlier_tasks`` under ``earlier_tokenization``: history, never counted)."""
+    scopes = [(params, True)]
+    if params.get("earlier_tasks"):
+        scopes.append((params | {"tokenization": params["earlier_tokenization"], "tasks": params["earlier_tasks"],
+                                 "skip_runs": []}, False))
+    return scopes
+
+
+EDGE_IMPROVES = "EmbedFilter (edge, ratio 2) improves on the raw embedding, across backbones and prompts"
+EDGE_PER_CATEGORY = "the edge/2 gain over raw holds in every task category"
+EDGE_BEST = "edge is the best ratio-2 filter (against the other filters and the baselines)"
+KEPT = "quality is kept at ratios 4 and 8 (raw is not better than edge/4 or edge/8 by the margin)"
+
+
+def _p2_row(claim: str, r, scale: str, quoted: str, page: str, tier: str, current: bool = True) -> dict:
+    """One Paper 2 comparison (a :func:`repro.embedfilter.claims.tests_against` row: deterministic, tasks as
+    units) in the ledger's columns; the verdict is the engine's on the row's Wilcoxon p."""
+    test = str(r["verdict"])
+    difference = float(r["mean difference"])
+    verdict = (DISAGREE if test == UNSETTLED else "untestable" if test.startswith("untestable")
+               else adjusted_verdict(INCONCLUSIVE, "better", difference, "", r["p (Wilcoxon)"]))
+    return {"paper": PAPERS[2], "claim": claim, "tier": tier, "scale": scale, "ours": round(difference, 2),
+            "paper (quoted)": quoted, "test": WILCOXON,
+            "statistic": f"p = {r['p (Wilcoxon)']:.4f}, {r['wins']} wins / {r['losses']} losses", "expected": "better",
+            "p": float(r["p (Wilcoxon)"]), "margin side": "", "verdict": verdict, "page": page, "current": current,
+            "margin": float("nan")}
+
+
+def _p2_scale(b: str, p: str, tasks: int, params: dict) -> str:
+    protocol = ", the official scoring protocol" if params.get("protocol", "mteb") == "official" else ""
+    return (f"{b}, {p}, {tasks} tasks, '{params['suite']}' suite, {params.get('tokenization', 'pieces')} "
+            f"tokenization{protocol}")
+
+
+def main_table_rows(main: dict, current: bool = True, recompute: bool = False, loaded: dict | None = None
+                    ) -> pd.DataFrame:
+    """The main table's comparisons for one scope (a p2_main_table parameter set): edge/2 against raw per backbone x
+    prompt over every task and per category, and edge/4 and edge/8 not worse than raw by the margin."""
+    rows, loaded = [], {} if loaded is None else loaded
+    scores, _ = _page_sweep(main, recompute, loaded)
+    for _, r in tests_against(scores, ["edge/2"], "raw").iterrows():
+        rows.append(_p2_row(f"{EDGE_IMPROVES} [{r['backbone']}, {r['prompt']}]", r,
+                            _p2_scale(r["backbone"], r["prompt"], r["tasks"], main),
+                            _quoted_gain(r["prompt"], "edge/2"), "p2_main_table", HEADLINE, current))
+    per_task = scores.groupby(["backbone", "prompt", "category", "task", "variant"], as_index=False)["main_score"].mean()
+    kept = [(KEPT, "raw", f"edge/{r}", None, "no gain") for r in (4, 8) if f"edge/{r}" in set(per_task["variant"])]
+    for (b, p), part in per_task.groupby(["backbone", "prompt"]):
+        wide = part.pivot_table(index=["category", "task"], columns="variant", values="main_score") * 100
+        categories = sorted(set(part["category"]))
+        gains = [(EDGE_PER_CATEGORY, "edge/2", "raw", c, "better") for c in categories
+                 if len(categories) > 1 and {"edge/2", "raw"} <= set(wide)]
+        for claims, quoted in ((gains, NOT_QUOTED), (kept, _quoted_gain(p, "edge/8"))):
+            table = claims_table(wide, claims) if claims else pd.DataFrame()
+            if len(table):
+                table = table.assign(comparison=[f"{b}, {p}, {c}" for c in table["comparison"]])
+                rows += from_claims(2, table, _p2_scale(b, p, len(wide), main), "p2_main_table", quoted=quoted,
+                                    tier=ABLATION if claims is gains else HEADLINE, current=current).to_dict("records")
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def filter_type_rows(types: dict, current: bool = True, recompute: bool = False, loaded: dict | None = None
+                     ) -> pd.DataFrame:
+    """The filter-type ablation's comparisons for one scope (a p2_filter_types parameter set): edge/2 against every
+    other ratio-2 filter and baseline, per backbone x prompt."""
+    others = {k: v for k, v in PAPER_ABLATION.items() if k != "edge/2"}
+    runner_up = max(others, key=others.get)
+    quoted = (f"edge/2 {PAPER_ABLATION['edge/2']} vs the next best {runner_up} {others[runner_up]} (Qwen2.5-0.5B, "
+              f"PromptEOL, ablation subset; {P2_SOURCE})")
+    scores, variants = _page_sweep(types, recompute, {} if loaded is None else loaded)
+    tests, _ = best_variant_tests(scores, "edge/2", ["raw"] + [v for v in variants if v.endswith("/2")])
+    return pd.DataFrame([_p2_row(f"{EDGE_BEST} [{r['backbone']}, {r['prompt']}, vs {r['against']}]", r,
+                                 _p2_scale(r["backbone"], r["prompt"], r["tasks"], types), quoted, "p2_filter_types",
+                                 ABLATION, current) for _, r in tests.iterrows()], columns=COLUMNS)
+
+
+def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """Every Paper 2 comparison: the main table's and the filter-type ablation's, each page's current scope and
+    its earlier one (history), then the vocabulary lens and the storage cost (:func:`lens_rows`)."""
+    loaded: dict = {}  # the pages share a grid: its sweeps are read once
+    parts = [main_table_rows(main, current, recompute, loaded)
+             for main, current in _scopes(page_parameters("p2_main_table", profile))]
+    parts += [filter_type_rows(types, current, recompute, loaded)
+              for types, current in _scopes(page_parameters("p2_filter_types", profile))]
+    return pd.concat([*parts, lens_rows(profile, recompute)], ignore_index=True)
+
+
+def lens_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """The vocabulary-space diagnosis (p2_vocab_probe: three tests per backbone) and the storage and search cost
+    (p2_dimension_cost: measured, no statistical test)."""
+    probe = page_parameters("p2_vocab_probe", profile)
+    probes = {b: vocabulary_probe(b, probe["prompt"], n_sentences=probe["n_sentences"],
+                                  n_resamples=probe["n_resamples"], recompute=recompute,
+                                  tokenization=probe["tokenization"]) for b in probe["backbones"]}
+    claims = frequency_claims(probes)
+    claims = claims.assign(comparison=claims["category"] + ", " + claims["comparison"], category=None)
+    rows = from_claims(2, claims, f"{probe['n_sentences']} STS-B test sentences, {probe['prompt']} "
+                        f"({probe['tokenization']} tokenization), edge/2", "p2_vocab_probe",
+                        quoted="the paper shows it in examples and figures; no number is tested there")
+    cost = page_parameters("p2_dimension_cost", profile)
+    widths = sorted({LazyBackbone(b).hidden_size for b in cost["backbones"]})
+    claim = storage_claim({w: search_cost(w, cost["ratios"], recompute=recompute) for w in widths})
+    measured = {"holds (measured)": SUPPORTED, "does not hold (measured)": CONTRADICTED}.get(
+        claim["verdict at our scale"], claim["verdict at our scale"])
+    speedup = claim[f"search speed-up at ratio {claim['ratios'][-1]}"]
+    storage = pd.DataFrame([{
+        "paper": PAPERS[2], "claim": claim["claim (paper)"], "tier": HEADLINE,
+        "scale": f"widths {claim['widths']}, ratios {claim['ratios']}, seeded random unit vectors",
+        "ours": "", "paper (quoted)": NOT_QUOTED,
+        "test": "measured: the index size falls at every ratio step and exact search at the largest ratio is "
+                "faster than at full width, at every width and corpus size (one median timing per point, no "
+                "statistical test)",
+        "statistic": f"search speed-up at ratio {claim['ratios'][-1]}: " + ", ".join(f"{x:.2f}x" for x in speedup),
+        "expected": "better", "p": float("nan"), "margin side": "", "verdict": measured, "page": "p2_dimension_cost",
+        "current": True, "margin": float("nan")}], columns=COLUMNS)
+    return pd.concat([rows, storage], ignore_index=True)
+
+
+def scope_verdicts(profile: str = "standard", recompute: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """How the tokenization, the task mix and the scoring protocol each move Paper 2's main-table and filter-type
+    verdicts: the statements' verdicts (at the raw p of each comparison, one scope at a time) on the runs of the
+    current grid, from the earlier scope (piece-wise tokenization, the STS sets, mteb's scoring) one change at a
+    time to the current one, and then under the official protocol where it is stored for every run. Returns the
+    table (statement x scope) and the runs it covers; a scope whose results are not all stored is left out."""
+    main = page_parameters("p2_main_table", profile)
+    skipped = [parse_run(r) for r in main.get("skip_runs", [])]
+    runs = [(b, p) for b in main["backbones"] for p in main["prompts"] if (b, p) not in skipped]
+    base = main | {"skip_runs": main.get("skip_runs", [])}
+    scopes = {"pieces, STS sets (earlier)": base | {"tokenization": main.get("earlier_tokenization", "pieces"),
+                                                    "tasks": main.get("earlier_tasks") or None},
+              "official, STS sets": base | {"tasks": main.get("earlier_tasks") or None},
+              "official, every task (current)": base}
+    official = stored_scores(main["suite"], "official", main.get("tokenization", "pieces"))
+    scored = set(zip(official["backbone"], official["prompt"])) if len(official) else set()
+    if runs and set(runs) <= scored:
+        scopes["official, every task, official protocol"] = base | {"protocol": "official"}
+    if not main.get("earlier_tasks"):
+        scopes = {k: v for k, v in scopes.items() if "STS sets" not in k}
+    loaded: dict = {}
+    columns = {}
+    for name, params in scopes.items():
+        rows = pd.concat([main_table_rows(params, True, recompute, loaded),
+                          filter_type_rows(params, True, recompute, loaded)], ignore_index=True)
+        if rows.empty:
+            continue
+        statement = rows["claim"].str.split(" [", regex=False).str[0]
+        columns[name] = rows.groupby(statement, sort=False)["verdict"].apply(statement_verdict)
+    return pd.DataFrame(columns).rename_axis("statement").reset_index(), [f"{b}:{p}" for b, p in runs]

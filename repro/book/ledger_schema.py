@@ -1,0 +1,43 @@
+"""The claims ledger's row schema (:data:`COLUMNS`), its tiers and papers, and :func:`from_claims`, which turns a
+claims module's rows (the shared claims schema of :func:`repro.core.verdicts.claim_row`) into ledger rows; shared by
+:mod:`repro.book.ledger` and the per-paper row builders (:mod:`repro.book.ledger_paper2`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.core.verdicts import TASKS_TEST
+
+COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
+           "margin side", "verdict", "page", "current", "margin"]
+HEADLINE, ABLATION = "headline", "ablation"
+PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
+          2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
+          3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
+WILCOXON = TASKS_TEST  # deterministic methods: tasks are the units
+NOT_QUOTED = "not quoted in the book"
+
+
+def fmt_p(p) -> str:
+    return "" if p is None or pd.isna(p) else f"p = {float(p):.4f}"
+
+
+def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: str | None = None,
+                 quoted: pd.Series | None = None, tier: str = HEADLINE, current: bool = True) -> pd.DataFrame:
+    """Rows of a :func:`repro.core.comparison.claims_table`-shaped frame (the shared claim schema); ``test``
+    defaults to each row's own test name; ``current`` False marks a superseded run's rows (history)."""
+    if claims.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    where = [", ".join(str(x) for x in (category, comparison) if x is not None and not pd.isna(x) and x != "all")
+             for category, comparison in zip(claims["category"], claims.get("comparison", [None] * len(claims)))]
+    claim = claims["claim (paper)"] + pd.Series([f" [{w}]" if w else "" for w in where], index=claims.index)
+    p = claims["p"] if "p" in claims else claims["p (Wilcoxon)"]
+    units = claims["units"] if "units" in claims else claims["paired"].astype(str) + " paired"
+    return pd.DataFrame({
+        "paper": PAPERS[paper], "claim": claim, "tier": tier, "scale": scale, "ours": claims["difference"].round(2),
+        "paper (quoted)": quoted if quoted is not None else NOT_QUOTED,
+        "test": test if test is not None else claims.get("test", WILCOXON),
+        "statistic": p.map(fmt_p) + ", " + units.astype(str), "expected": claims.get("expected", "better"),
+        "p": p.astype(float), "margin side": claims.get("margin side", ""),
+        "verdict": claims["verdict at our scale"], "page": page, "current": current,
+        "margin": claims["margin"] if "margin" in claims else float("nan")})

@@ -143,3 +143,30 @@ def test_the_autoregembed_combination_filters_the_budget_rule_selection_once_its
     assert combinations.autoreg_source(config) == "budget rule, dev-selected lr 2e-06, full, logprob, seed 0"
     with pytest.raises(FileNotFoundError, match="scripts/p3_converged.sh"):
         combinations.evaluate_autoreg_filter()
+
+
+def test_the_combinations_enter_the_ledger_as_the_books_own_claims_with_one_run_no_verdict():
+    import pandas as pd
+
+    from repro.book.combinations import BOOK, PROMPT_QUESTION, SURVIVES, ledger_rows
+    from repro.book.ledger_schema import COLUMNS
+    from repro.core.verdicts import is_tested
+
+    base = {"base": "b", "combined": "c", "tasks": 19, "p (runs)": float("nan")}
+    table = pd.DataFrame([
+        base | {"question": "EmbedFilter edge/2 on untrained PromptEOL (Paper 2)", "kind": "untrained",
+                "difference": 2.4, "p (Wilcoxon)": 0.001, "verdict": "the filter helps"},  # Paper 2's own claim
+        base | {"question": "EmbedFilter edge/2 on trained Paper 1 model 5", "kind": "trained (Paper 1)",
+                "difference": -2.5, "p (Wilcoxon)": 0.004, "verdict": "the filter hurts"},
+        base | {"question": "EmbedFilter edge/2 on trained Paper 1 model 1", "kind": "trained (Paper 1)",
+                "difference": float("nan"), "p (Wilcoxon)": float("nan"), "verdict": "not computed: repro evaluate"},
+        base | {"question": PROMPT_QUESTION, "kind": "input format", "difference": 1.6, "p (Wilcoxon)": 0.12,
+                "p (runs)": 0.01, "verdict": "PromptEOL helps"}])
+    frame = ledger_rows(table)
+    assert list(frame.columns) == COLUMNS and len(frame) == 3  # the untrained pair is Paper 2's
+    rows = frame.set_index("claim")
+    assert (rows["paper"] == BOOK).all() and (rows["tier"] == "book").all()
+    model5 = rows.loc[f"{SURVIVES} [trained Paper 1 model 5]", "verdict"]
+    assert model5 == "one run per method, no verdict (over tasks: contradicted)" and not is_tested(model5)
+    assert rows.loc[f"{SURVIVES} [trained Paper 1 model 1]", "verdict"] == "missing results"
+    assert rows.loc[PROMPT_QUESTION, "verdict"] == "supported"  # runs as units: its own p, at the margin

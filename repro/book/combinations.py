@@ -35,13 +35,15 @@ from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_S
 from repro.autoregembed.experiments.scores import autoreg_embedder_from, score_identity
 from repro.autoregembed.train import run_spec
 from repro.book.leaderboard import paper3_configs, records_frame
+from repro.book.ledger_schema import COLUMNS, NOT_QUOTED
 from repro.book.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
 from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
 from repro.core.scoring import evaluate_per_task, stored_per_task
+from repro.core.seeds import ONE_RUN_PREFIX
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
-from repro.core.verdicts import decide, run_comparison
+from repro.core.verdicts import INCONCLUSIVE, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide, run_comparison
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
 from repro.pooling_attention.converged import SEEDS, converged_scores
@@ -236,6 +238,36 @@ def combination_table(suite: str = SUITE, backbone: str = "smollm2-135m") -> pd.
         rows.append(row)
     rows += [autoreg_row(backbone, suite), prompt_row(backbone, suite)]
     return pd.DataFrame(rows)
+
+
+BOOK = "The book's own combinations (claimed by no paper)"
+SURVIVES = "EmbedFilter's training-free gain (edge/2) survives training"
+
+
+def ledger_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The trained rows of :func:`combination_table` as claims-ledger rows of the book's own (:data:`BOOK`, tier
+    "book"): the filter on trained weights is one set of weights per trained model, so its test over tasks is
+    descriptive ("one run per method, no verdict"); the input-format question has its runs as units."""
+    rows = []
+    for _, r in table[table["kind"] != "untrained"].iterrows():
+        prompt = r["kind"] == "input format"
+        difference, p = r["difference"], r["p (runs)"] if prompt else r["p (Wilcoxon)"]
+        if str(r["verdict"]).startswith("not computed") or pd.isna(difference):
+            verdict = MISSING
+        elif prompt:
+            verdict = r["verdict"] if str(r["verdict"]).startswith("untestable") else adjusted_verdict(
+                INCONCLUSIVE, "better", difference, "", p)
+        else:
+            verdict = f"{ONE_RUN_PREFIX} (over tasks: {adjusted_verdict(INCONCLUSIVE, 'better', difference, '', p)})"
+        rows.append({"paper": BOOK, "claim": PROMPT_QUESTION if prompt else
+                     f"{SURVIVES} [{r['question'].split(' on ', 1)[1]}]", "tier": "book",
+                     "scale": f"{r['combined']} vs {r['base']}, {r['tasks']} tasks, '{SUITE}' suite",
+                     "ours": round(float(difference), 2) if pd.notna(difference) else "",
+                     "paper (quoted)": NOT_QUOTED, "test": RUNS_TEST if prompt else TASKS_TEST,
+                     "statistic": "" if pd.isna(p) else f"p = {p:.4f}", "expected": "better",
+                     "p": float(p) if pd.notna(p) else float("nan"), "margin side": "", "verdict": verdict,
+                     "page": "leaderboard", "current": True, "margin": float("nan")})
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _p(p: float) -> str:

@@ -26,6 +26,8 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.autoregembed.objective_cost import objective_costs
+from repro.book.combinations import combination_table
+from repro.book.combinations import ledger_rows as combination_rows
 from repro.book.ledger_paper2 import paper2_rows
 from repro.book.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
 from repro.book.pages import page_parameters
@@ -212,7 +214,7 @@ def all_comparisons(profile: str = "standard", recompute: bool = False) -> pd.Da
     """Every comparison row of the three papers (:data:`COLUMNS`), current and superseded, with their verdicts
     at the raw p, read from the stored results of the pages (``recompute``: the pages' results computed again)."""
     return pd.concat([paper1_rows(profile, recompute), paper2_rows(profile, recompute),
-                      paper3_rows(profile, recompute)], ignore_index=True)
+                      paper3_rows(profile, recompute), combination_rows(combination_table())], ignore_index=True)
 
 
 def adjusted(rows: pd.DataFrame) -> pd.DataFrame:

@@ -303,3 +303,58 @@ def test_a_plain_optimizer_step_trains_on_the_run_loss_and_counts_real_tokens(ti
     no_negatives = TrainConfig(**(config.__dict__ | {"hard_negatives": False}))
     with torch.no_grad():  # in-batch negatives only: another loss on the same embeddings
         assert batch_loss(model, collate, rows, no_negatives, "cpu")[0] != after
+
+
+def test_accumulation_averages_the_gradients_of_consecutive_batches_and_keeps_earlier_keys(tmp_path):
+    """An optimizer step with ``accumulation`` n sums the gradients of batches n*step .. n*step+n-1, each loss
+    divided by n (the official Paper 1 scheme: negatives inside each batch, n batches a step); 1 is the old loop,
+    and the field stays out of the run key at its default."""
+    from dataclasses import dataclass
+
+    from repro.training.loop import make_accelerator, run_training
+
+    assert "accumulation" not in TrainConfig().identity() and TrainConfig(accumulation=4).identity()["accumulation"] == 4
+    with pytest.raises(ValueError, match="accumulation must be a positive integer"):
+        TrainConfig(accumulation=0)
+    data = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
+
+    def batch_loss(model, batch):
+        return ((model(data[2 * batch:2 * batch + 2]) - 1.0) ** 2).mean()
+
+    @dataclass
+    class Config:
+        lr: float = 0.1
+        weight_decay: float = 0.0
+        warmup_steps: int = 0
+        steps: int = 1
+        eval_every: int = 1
+        checkpoint_every: int = 1
+        schedule: str = "constant"
+        accumulation: int = 1
+
+    def run(accumulation, folder):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        seen = []
+
+        def step_loss(m, step, rank, world):
+            seen.append(step)
+            return batch_loss(m, step), 2, 2
+
+        run_training(make_accelerator(), model, Config(accumulation=accumulation), tmp_path / folder, step_loss,
+                     lambda core: {}, "toy", progress=False, dump_grads=tmp_path / f"{folder}.pt")
+        return seen, torch.load(tmp_path / f"{folder}.pt")
+
+    seen, grads = run(3, "three")
+    assert seen == [0, 1, 2]  # the first step reads batches 0, 1 and 2
+    torch.manual_seed(0)
+    reference = torch.nn.Linear(3, 1)
+    sum(batch_loss(reference, b) for b in range(3)).div(3).backward()
+    for name, parameter in reference.named_parameters():
+        torch.testing.assert_close(grads[name], parameter.grad)
+    seen, single = run(1, "one")
+    assert seen == [0]
+    torch.manual_seed(0)
+    reference = torch.nn.Linear(3, 1)
+    batch_loss(reference, 0).backward()
+    torch.testing.assert_close(single["weight"], reference.weight.grad)

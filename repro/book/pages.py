@@ -51,19 +51,19 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                      "tasks": None, "layer_step": 1, "n_reference": 2000},
     },
     "p1_train": {
-        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "model": 5, "steps": 2, "batch_size": 4,
+        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "model": 5, "steps": 2, "batch_size": 4, "accumulation": 1,
                   "max_length": 32, "validation_sts_pairs": 16, "validation_triplets": 8, "suite": "smoke",
                   "tasks": ["STSBenchmark", "STS17"], "seed": 0},
-        "standard": {"profile": "standard", "backbone": "smollm2-135m", "model": 5, "steps": 150, "batch_size": 16,
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "model": 5, "steps": 150, "batch_size": 16, "accumulation": 1,
                      "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300, "suite": "compact",
                      "tasks": None, "seed": 0},
     },
     "p1_tables": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5], "steps": 2,
-                  "batch_size": 4, "max_length": 32, "validation_sts_pairs": 16, "validation_triplets": 8,
+                  "batch_size": 4, "accumulation": 1, "max_length": 32, "validation_sts_pairs": 16, "validation_triplets": 8,
                   "suite": "smoke", "tasks": ["STSBenchmark", "STS17"], "seed": 0},
         "standard": {"profile": "standard", "backbones": ["smollm2-135m"], "models": [1, 2, 3, 4, 5], "steps": 150,
-                     "batch_size": 16, "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300,
+                     "batch_size": 16, "accumulation": 1, "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300,
                      "suite": "compact", "tasks": None, "seed": 0},
     },
     "p1_converged": {
@@ -80,11 +80,11 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "p1_robustness": {
         # the smoke profile reuses p1_tables' smoke models (the mechanics, not a second backbone)
         "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "reference_backbone": "smollm2-135m",
-                  "models": [1, 2, 3, 4, 5], "steps": 2, "reference_steps": 2, "batch_size": 4, "max_length": 32,
+                  "models": [1, 2, 3, 4, 5], "steps": 2, "reference_steps": 2, "batch_size": 4, "accumulation": 1, "max_length": 32,
                   "validation_sts_pairs": 16, "validation_triplets": 8, "suite": "smoke",
                   "tasks": ["STSBenchmark", "STS17"], "seed": 0},
         "standard": {"profile": "standard", "backbone": "gemma3-270m", "reference_backbone": "smollm2-135m",
-                     "models": [1, 2, 3, 4, 5], "steps": 150, "reference_steps": 150, "batch_size": 16,
+                     "models": [1, 2, 3, 4, 5], "steps": 150, "reference_steps": 150, "batch_size": 16, "accumulation": 1,
                      "max_length": 64, "validation_sts_pairs": 500, "validation_triplets": 300, "suite": "compact",
                      "tasks": P1_ROBUSTNESS_TASKS, "seed": 0},
     },

@@ -76,7 +76,9 @@ GPU = {"name": "A100-80GB", "tflops_bf16": 312.0, "utilisation": 0.4}  # datashe
 CHARS_PER_TOKEN = 4.0
 ACCELERATE_CONFIG = "configs/accelerate/paper.yaml"
 
-_P1_TRAIN = {"steps": 1000, "batch_size": 2048, "max_length": 1024, "validation_sts_pairs": 500,
+# the official per-device scheme: batch 1 on each of 8 devices, gathered (a query sees 8 positives and 8 hard
+# negatives: 15 negatives), gradients accumulated over 256 such batches: 2,048 examples a step
+_P1_TRAIN = {"steps": 1000, "batch_size": 8, "accumulation": 256, "max_length": 1024, "validation_sts_pairs": 500,
              "validation_triplets": 300, "suite": "mteb", "tasks": P1_TASKS, "seed": 0}
 _P3 = {"backbone": P3_BACKBONE, "suite": "mteb", "finetune": "full", "compress_steps": 1000,
        "compress_max_length": 512, "compress_lr": 1e-5, "compress_data": "instruction", "align_steps": 1563,
@@ -172,7 +174,8 @@ def page_work(name: str, p: dict) -> list[Work]:
         backbones = [p["backbone"]] if "backbone" in p else p["backbones"]
         models = [p["model"]] if "model" in p else p["models"]
         seeds = len(p.get("seeds", [0]))
-        steps, batch, length = p.get("steps", 600), p.get("batch_size", 16), p.get("max_length", 64)
+        steps, length = p.get("steps", 600), p.get("max_length", 64)
+        batch = p.get("batch_size", 16) * p.get("accumulation", 1)  # examples per optimizer step
         for b in backbones:
             for m in models:
                 work.append(Work("train-lora", b, seeds * steps * batch * 3 * length, f"model {m}, {seeds} seed(s)"))

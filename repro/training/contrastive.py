@@ -73,10 +73,12 @@ class TrainConfig(LoopSettings):
     packing: bool = False  # True: one padding-free forward per step (repro.training.packing; same loss and gradients)
     schedule: str = "linear"  # learning rate after warm-up: linear decay to 0 at `steps`, or constant_with_warmup
     stopping: str = "fixed"  # "fixed": train `steps`; "dev": the declared budget rule (repro.training.budget), `steps` = cap
+    accumulation: int = 1  # batches of `batch_size` per optimizer step (negatives stay inside each batch)
 
     # fields added after results were stored: left out of the identity while at their defaults, so the
     # stored runs of earlier configurations keep their keys
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("hard_negatives", "train_examples", "packing", "schedule", "stopping")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("hard_negatives", "train_examples", "packing", "schedule", "stopping",
+                                              "accumulation")
 
     def identity(self) -> dict:
         """The settings that define a run (its key in the result store and its checkpoint check)."""
@@ -89,7 +91,7 @@ class TrainConfig(LoopSettings):
         if self.data not in DATASETS:
             raise ValueError(f"unknown training data '{self.data}'; valid: {', '.join(DATASETS)}")
         for name in ("steps", "batch_size", "max_length", "lora_r", "head_latents", "head_heads", "eval_every",
-                     "checkpoint_every"):
+                     "checkpoint_every", "accumulation"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -110,7 +110,10 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     ``config.checkpoint_every`` steps, resume from the last checkpoint, validation every ``config.eval_every``.
 
     ``step_loss(model, step, rank, world) -> (loss, tokens, examples)`` computes this process's share of the
-    global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data);
+    global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data); with a
+    config's ``accumulation`` of n > 1, each optimizer step sums the gradients of batches ``n * step`` to
+    ``n * step + n - 1`` (each loss divided by n: their mean), so the contrastive negatives stay inside one batch
+    while a step sees n of them (the official Paper 1 scheme);
     ``evaluate(core) -> dict`` runs on the main process only. Returns the counters and the history.
     """
 
@@ -164,10 +167,20 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     end = start_step if stopped else config.steps
     bar = tqdm(range(start_step, end), desc=desc, disable=not progress or not accelerator.is_main_process,
                initial=start_step, total=config.steps)
+    micro = int(getattr(config, "accumulation", 1))  # batches whose gradients one optimizer step sums
     for step in bar:
         t0, c0 = time.perf_counter(), time.process_time()
-        loss, tokens, examples = step_loss(model, step, rank, world)
-        accelerator.backward(loss)
+        if micro == 1:
+            loss, tokens, examples = step_loss(model, step, rank, world)
+            accelerator.backward(loss)
+        else:  # batch step * micro + m of the data stream; each loss is scaled so the gradients average them
+            losses, tokens, examples = [], 0, 0
+            for m in range(micro):
+                part, part_tokens, part_examples = step_loss(model, step * micro + m, rank, world)
+                accelerator.backward(part / micro)
+                losses.append(part.detach())
+                tokens, examples = tokens + part_tokens, examples + part_examples
+            loss = torch.stack(losses).mean()
         if dump_grads is not None and step == start_step and accelerator.is_main_process:
             torch.save({n: p.grad.detach().cpu().clone() for n, p in core.named_parameters() if p.grad is not None},
                        dump_grads)

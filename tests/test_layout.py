@@ -59,6 +59,8 @@ def test_no_import_cycles_and_no_paper_imports_another():
         if layer in PAPERS:
             others = {d for d in deps if d.split(".")[1] in PAPERS and d.split(".")[1] != layer}
             assert not others, f"{name} (a paper) imports another paper: {sorted(others)}"
+            book = {d for d in deps if d.split(".")[1] == "book"}
+            assert not book, f"{name} (a paper) imports the book: {sorted(book)}"
         if layer in ("core", "store", "training"):
             above = {d for d in deps if d.split(".")[1] in (*PAPERS, "book")}
             assert not above, f"{name} ({layer}) imports a paper or the book: {sorted(above)}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from repro.autoregembed.config import AlignConfig, CompressConfig
-from repro.book.notebook import check_params
+from repro.core.params import check_params
 
 PAGE_PARAMETERS = {  # the parameters every Paper 3 page shares, with their types (papermill -p checks)
     "profile": str, "backbone": str, "suite": str, "finetune": str, "compress_steps": int, "compress_max_length": int,

@@ -1,4 +1,4 @@
-"""Benchmark: encode speed of every leaderboard method (:mod:`repro.book.encode_rates`), one process, on the same
+"""Benchmark: encode speed of every leaderboard method (:mod:`repro.crosspaper.encode_rates`), one process, on the same
 texts, in rounds; prints each method's text tokens/s and its speed relative to the untrained last token measured
 in the same round, and stores the table (``results/encode_rates``, with the machine's provenance) for the
 leaderboard's cost figure.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from repro.book.encode_rates import LABELS, measure, store
+from repro.crosspaper.encode_rates import LABELS, measure, store
 
 
 def main(argv=None):

@@ -5,11 +5,11 @@
     repro autoreg --stage align --steps 150 --suite compact    train and score one AutoRegEmbed stage (Paper 3)
     repro embedfilter --backbone B --prompt echo --suite S     the EmbedFilter sweep (Paper 2)
     repro layerwise --backbone B --suite S                     per-layer scores (Paper 1, Figure 2)
-    repro evaluate --suite full                                the harness check: all-MiniLM-L6-v2 vs MTEB's scores
     repro evaluate --recipe R --suite compact [--tasks ...]    score a named recipe (stored per task)
+    repro harness --suite full                                 the harness check: all-MiniLM-L6-v2 vs MTEB's scores
     repro objective-cost ...                                   memory and time of alignment vs InfoNCE
     repro report                                               markdown tables of the stored results
-    repro recipes                                              the named recipes (Embedder.from_recipe) and their scores
+    repro recipes                                              the named recipes (repro.from_recipe) and their scores
     repro encode --recipe R --input texts.txt --output emb.npy encode a file of texts with a named recipe
     torchrun --nproc-per-node 2 -m repro encode ...            the same, across 2 processes
     repro export RECIPE FOLDER                                 a recipe as a sentence-transformers folder
@@ -34,14 +34,15 @@ COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
     "autoreg": "repro.autoregembed.experiments.cli",
     "embedfilter": "repro.embedfilter.sweep",
     "layerwise": "repro.pooling_attention.layerwise",
-    "evaluate": "repro.book.recipes:evaluate_main",
+    "evaluate": "repro.recipes.recipes:evaluate_main",
+    "harness": "repro.core.reference",
     "objective-cost": "repro.autoregembed.objective_cost",
     "report": "repro.book.report",
-    "recipes": "repro.book.recipes",
-    "encode": "repro.book.recipes:encode_main",
+    "recipes": "repro.recipes.recipes",
+    "encode": "repro.recipes.recipes:encode_main",
     "screenshot": "repro.book.screenshot",
-    "export": "repro.book.export",
-    "ship-weights": "repro.book.shipped",
+    "export": "repro.recipes.export",
+    "ship-weights": "repro.recipes.shipped",
 }
 
 

@@ -24,7 +24,7 @@ from repro.store.paths import data_dir  # noqa: E402
 from repro.store.results import load_or_compute  # noqa: E402
 
 EXPERIMENT = "ledger_history"
-CODE = ("import json, sys\nfrom repro.book.ledger import claims_ledger\n"
+CODE = ("import json, sys\nfrom repro.crosspaper.ledger import claims_ledger\n"
         "rows = claims_ledger('standard')[['paper', 'claim', 'scale', 'verdict', 'page']]\n"
         "json.dump(rows.to_dict('records'), sys.stdout)\n")
 

@@ -18,5 +18,5 @@ done
 .venv/bin/python -m repro.autoregembed.experiments.converged --backbone "$backbone" --sides $sides --budget-points
 # the leaderboard's combination "EmbedFilter on AutoRegEmbed's encoder", from seed 0's run while it is on this machine
 if [[ " $sides " == *" autoregembed "* && "$backbone" == smollm2-135m ]]; then
-  .venv/bin/python -m repro.book.combinations --autoregembed
+  .venv/bin/python -m repro.crosspaper.combinations --autoregembed
 fi

@@ -551,8 +551,8 @@ def test_the_declared_search_adds_its_second_phase_at_the_dev_best_learning_rate
 
 def test_the_filter_on_autoregembeds_encoder_scores_both_sides_from_one_run_without_re_encoding(tiny_dir,
                                                                                                monkeypatch):
-    from repro.book import combinations
     from repro.core.scoring import stored_per_task
+    from repro.crosspaper import combinations
 
     calls = []
     original = ar_model.embed_texts

@@ -134,7 +134,7 @@ def test_a_lazy_backbone_keys_results_without_loading_and_loads_once_on_use(monk
 
 @pytest.mark.integration
 def test_the_ledger_and_the_sweeps_read_committed_results_without_loading_a_backbone(monkeypatch, smollm2):
-    from repro.book.ledger import PAPERS, claims_ledger
+    from repro.crosspaper.ledger import PAPERS, claims_ledger
     from repro.store.paths import REPO_ROOT
 
     assert backbones.revision_of("smollm2-135m") == smollm2.revision == resolve("smollm2-135m")[1]

@@ -205,7 +205,7 @@ def test_a_page_that_reads_stored_results_imports_no_training_or_evaluation_stac
             if cell.cell_type == "code":
                 imports |= {ast.unparse(node) for node in ast.walk(ast.parse(cell.source))
                             if isinstance(node, (ast.Import, ast.ImportFrom))}
-    assert any("repro.book.leaderboard" in line for line in imports)  # the pages' imports were found
+    assert any("repro.crosspaper.leaderboard" in line for line in imports)  # the pages' imports were found
     code = ("from repro.book.notebook import quiet; quiet()\n" + "\n".join(sorted(imports))
             + f"\nimport myst_nb.ext.glue, sys; print([m for m in {heavy!r} if sys.modules.get(m)])")
     done = subprocess.run([sys.executable, "-c", code], cwd=build.REPO_ROOT, capture_output=True, text=True, check=True)

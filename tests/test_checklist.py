@@ -1,8 +1,8 @@
 """The claims checklist: every claim of the three papers has a verdict on the ledger or a stated reason."""
 
-from repro.book.checklist import checklist, match
-from repro.book.ledger import PAPERS, claims_ledger
-from repro.book.statements import statements
+from repro.crosspaper.checklist import checklist, match
+from repro.crosspaper.ledger import PAPERS, claims_ledger
+from repro.crosspaper.statements import statements
 
 
 def test_every_checklist_claim_has_a_ledger_verdict_or_a_reason(monkeypatch):

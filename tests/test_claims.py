@@ -346,7 +346,7 @@ def test_identical_scores_are_no_difference_only_where_a_difference_could_have_b
 
 
 def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
-    from repro.book import ledger, ledger_paper2
+    from repro.crosspaper import ledger, ledger_paper2
     from repro.pooling_attention.claims import TABLE_CLAIMS
 
     rng = np.random.default_rng(1)
@@ -359,7 +359,7 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert rows["verdict"].eq("supported").all() and rows["claim"].str.contains(r"\[STS, 5 vs [14]\]").all()
     assert rows["statistic"].str.match(r"p = 0\.\d{4}, 8 tasks").all() and rows["current"].all()
     assert rows["tier"].eq(ledger.HEADLINE).all() and rows["p"].lt(0.05).all()
-    from repro.book import statements as ledger_statements
+    from repro.crosspaper import statements as ledger_statements
 
     statements = ledger_statements.statements(ledger.adjusted(rows))
     assert len(statements) == 2 and statements["comparisons"].sum() == len(rows)  # one verdict per statement
@@ -379,7 +379,7 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
 
 
 def test_the_ledgers_paper_view_states_each_statement_once_over_its_rows():
-    from repro.book import ledger
+    from repro.crosspaper import ledger
 
     rows = pd.DataFrame({"claim": ["A [STS, 5 vs 1]", "B (paper: 1 vs 2)", "A [Retrieval, 5 vs 1]", "B (paper: 1 vs 2)"],
                          "scale": ["S1", "S1", "S1", "S2"], "paper (quoted)": [ledger.NOT_QUOTED, "83.2", ledger.NOT_QUOTED,
@@ -392,8 +392,8 @@ def test_the_ledgers_paper_view_states_each_statement_once_over_its_rows():
     assert "paper (quoted)" not in ledger.paper_view(rows.assign(**{"paper (quoted)": ledger.NOT_QUOTED})).columns
 
 def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
-    from repro.book import ledger
     from repro.core.tasks import TASKS
+    from repro.crosspaper import ledger
     from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS
 
     tasks = [t for t in TASKS if TASKS[t].category in ("STS", "Classification")]
@@ -425,7 +425,7 @@ def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
 
 def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkeypatch):
     from repro.autoregembed.experiments import converged
-    from repro.book import ledger
+    from repro.crosspaper import ledger
 
     assert ledger.paper3_converged_rows("standard").empty  # nothing of the search is committed yet
     rng = np.random.default_rng(3)
@@ -446,9 +446,9 @@ def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkey
 
 
 def test_the_leaderboard_ranks_complete_methods_and_tests_every_pair_with_holm():
-    from repro.book.leaderboard import compact_view, missing_rows, ranked
     from repro.core.ranking import all_pairs, friedman
     from repro.core.tasks import TASKS
+    from repro.crosspaper.leaderboard import compact_view, missing_rows, ranked
 
     rng = np.random.default_rng(2)
     base = rng.uniform(30, 70, len(TASKS))
@@ -489,7 +489,8 @@ def test_the_leaderboard_ranks_complete_methods_and_tests_every_pair_with_holm()
 
 
 def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch):
-    from repro.book import cost, leaderboard, leaderboard_costs
+    from repro.book import cost
+    from repro.crosspaper import leaderboard, leaderboard_costs
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
@@ -508,8 +509,8 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
 
     from repro.autoregembed.experiments import converged as p3
     from repro.autoregembed.experiments.baselines import contrastive_config
-    from repro.book import encode_rates, leaderboard, leaderboard_costs
     from repro.core.tasks import TASKS
+    from repro.crosspaper import encode_rates, leaderboard, leaderboard_costs
 
     base = p3.base_config("smollm2-135m")
     fixed = leaderboard.tables_labels("smollm2-135m")
@@ -568,7 +569,7 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
 
 
 def test_leaderboard_cost_columns_and_missing_commands():
-    from repro.book import leaderboard, leaderboard_costs
+    from repro.crosspaper import leaderboard, leaderboard_costs
 
     hours = pd.Series({"Paper 1 model 1 (converged, 3 seeds)": 0.8})
     labels = ["PromptEOL + EmbedFilter edge/2", "Paper 1 model 1 (converged, 3 seeds)", "all-MiniLM-L6-v2 (reference)",
@@ -593,7 +594,7 @@ def test_leaderboard_cost_columns_and_missing_commands():
 
 
 def test_paper1_run_hours_adds_scoring_to_the_run(tmp_path, monkeypatch):
-    from repro.book import leaderboard_costs as costs
+    from repro.crosspaper import leaderboard_costs as costs
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
@@ -608,7 +609,7 @@ def test_paper1_run_hours_adds_scoring_to_the_run(tmp_path, monkeypatch):
 
 
 def test_paper1_training_hours_count_only_the_scored_seeds(tmp_path, monkeypatch):
-    from repro.book import leaderboard_costs as costs
+    from repro.crosspaper import leaderboard_costs as costs
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
@@ -643,8 +644,8 @@ def test_claims_view_gives_one_narrow_table_per_statement_in_order():
 def test_paper2_rows_count_the_current_scope_and_keep_the_earlier_one_as_history(monkeypatch):
     """The main table's current scope (official tokenization, every task) gives current rows; the earlier scope
     (piece-wise, the STS sets) gives history rows; each reads the sweep of its own tokenization and tasks."""
-    from repro.book import ledger_paper2
     from repro.core.tasks import TASKS
+    from repro.crosspaper import ledger_paper2
 
     calls = []
 

@@ -1,12 +1,12 @@
-"""The combinations none of the papers tried (repro.book.combinations): each pair's test and verdict, the
+"""The combinations none of the papers tried (repro.crosspaper.combinations): each pair's test and verdict, the
 input-format pair tested with the runs as units, and the one-sentence summary, on synthetic stored scores."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from repro.book import combinations
 from repro.core.tasks import TASKS
+from repro.crosspaper import combinations
 from repro.pooling_attention.trained import converged_config
 
 
@@ -148,9 +148,9 @@ def test_the_autoregembed_combination_filters_the_budget_rule_selection_once_its
 def test_the_combinations_enter_the_ledger_as_the_books_own_claims_with_one_run_no_verdict():
     import pandas as pd
 
-    from repro.book.combinations import BOOK, PROMPT_QUESTION, SURVIVES, ledger_rows
-    from repro.book.ledger_schema import COLUMNS
     from repro.core.verdicts import is_tested
+    from repro.crosspaper.combinations import BOOK, PROMPT_QUESTION, SURVIVES, ledger_rows
+    from repro.crosspaper.ledger_schema import COLUMNS
 
     base = {"base": "b", "combined": "c", "tasks": 19, "p (runs)": float("nan")}
     table = pd.DataFrame([

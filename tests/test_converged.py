@@ -228,7 +228,7 @@ def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale
 
 
 def test_the_leaderboard_asks_missing_runs_for_a_paper1_row(monkeypatch):
-    from repro.book import leaderboard
+    from repro.crosspaper import leaderboard
     from repro.pooling_attention import converged
 
     tasks = list(leaderboard.TASKS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from repro.core.embedder import Embedder, MappedEmbedder, StatesEmbedder
@@ -120,10 +121,10 @@ def test_embedders_on_smollm2_reproduce_committed_scores_through_the_one_adapter
 
 
 def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
-    from repro.book.recipes import from_recipe, parse_recipe
     from repro.core.backbones import load_backbone
     from repro.embedfilter.filters import make_filter, unembedding_spectrum
     from repro.embedfilter.sweep import encode_config
+    from repro.recipes.recipes import from_recipe, parse_recipe
     from repro.training.contrastive import TrainConfig, TrainedEmbedder, load_trained, train
 
     texts = ["a man plays a guitar", "rain tomorrow", "", "a man plays a guitar"]
@@ -131,7 +132,7 @@ def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
     raw = from_recipe(f"{tiny_dir}/echo")
     direct = encode(backbone, texts, encode_config(backbone, "echo"))["mean"][-1]
     np.testing.assert_array_equal(raw.encode(texts), direct)  # the EmbedFilter pages' Echo states
-    filtered = Embedder.from_recipe(f"{tiny_dir}/echo+edge/2")
+    filtered = from_recipe(f"{tiny_dir}/echo+edge/2")
     edge = make_filter("edge/2", spectrum=unembedding_spectrum(backbone))
     assert filtered.dim == backbone.hidden_size // 2
     np.testing.assert_allclose(filtered.encode(texts), edge(direct), rtol=1e-5, atol=1e-6)
@@ -158,8 +159,8 @@ def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
 def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(tiny_dir, tmp_path, capsys):
     import json as json_module
 
-    from repro.book.recipes import encode_file
     from repro.cli import main as cli
+    from repro.recipes.recipes import encode_file
 
     (tmp_path / "texts.txt").write_text("a man plays a guitar\n\nrain tomorrow\n")
     (tmp_path / "texts.jsonl").write_text("\n".join(json_module.dumps({"text": t}) for t in
@@ -182,9 +183,9 @@ def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(t
              "--output", str(tmp_path / "x.npy")])
 
 
-def test_repro_evaluate_scores_a_recipe_stores_it_and_keeps_the_harness_check(tiny_dir, capsys, monkeypatch):
-    from repro.book import recipes
+def test_repro_evaluate_scores_a_recipe_stores_it_and_the_harness_check_is_its_own_command(tiny_dir, capsys, monkeypatch):
     from repro.cli import main as cli
+    from repro.recipes import recipes
     from repro.store.results import all_results
 
     cli(["evaluate", "--recipe", f"{tiny_dir}/echo+edge/2", "--suite", "smoke", "--tasks", "STSBenchmark"])
@@ -197,10 +198,15 @@ def test_repro_evaluate_scores_a_recipe_stores_it_and_keeps_the_harness_check(ti
     assert again["main_score"].iloc[0] == stored[0]["rows"][0]["main_score"]
     with pytest.raises(SystemExit, match="unknown recipe"):
         cli(["evaluate", "--recipe", "tiny/nope", "--suite", "smoke"])
+    from repro.core import reference
+
     calls = []
-    monkeypatch.setattr(recipes, "reference_main", lambda argv: calls.append(argv))
-    cli(["evaluate", "--suite", "full"])  # without --recipe: the MiniLM harness check, as before
-    assert calls == [["--suite", "full"]]
+    monkeypatch.setattr(reference, "compare", lambda suite, recompute=False: calls.append(suite) or pd.DataFrame(
+        {"task": ["STSBenchmark"], "ours": [82.0]}))
+    with pytest.raises(SystemExit, match="repro harness"):  # the harness check is its own command now
+        cli(["evaluate", "--suite", "full"])
+    cli(["harness", "--suite", "full"])  # the MiniLM harness check
+    assert calls == ["full"] and "STSBenchmark" in capsys.readouterr().out
 
 
 def test_a_cached_embedder_encodes_each_text_once_per_key(tmp_path, monkeypatch):

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.book import encode_rates
-from repro.book.leaderboard import leaderboard_scores
+from repro.crosspaper import encode_rates
+from repro.crosspaper.leaderboard import leaderboard_scores
 from repro.store.paths import REPO_ROOT
 
 

@@ -19,8 +19,8 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def exported_equal(recipe: str, folder, texts) -> np.ndarray:
-    from repro.book.export import export
-    from repro.book.recipes import from_recipe
+    from repro.recipes.export import export
+    from repro.recipes.recipes import from_recipe
 
     export(recipe, folder)
     model = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
@@ -34,11 +34,25 @@ def exported_equal(recipe: str, folder, texts) -> np.ndarray:
 def test_training_free_recipes_export_to_the_same_embeddings(tiny_dir, tmp_path, method):
     assert exported_equal(f"{tiny_dir}/{method}", tmp_path / "out", TEXTS).min() >= 0.9999
     modules = json.loads((tmp_path / "out" / "modules.json").read_text())
-    assert modules[0]["type"] == "repro.book.export_modules.PromptedDecoder"
+    assert modules[0]["type"] == "repro.recipes.export_modules.PromptedDecoder"
     if "+" in method:  # the filter is a plain Dense layer: identity activation (bias only for whitening's centring)
         dense = json.loads((tmp_path / "out" / "2_Dense" / "config.json").read_text())
         assert dense["activation_function"] == "torch.nn.modules.linear.Identity"
         assert dense["bias"] is method.endswith("whiten/2")
+
+
+def test_a_folder_exported_before_the_library_left_the_book_still_loads(tiny_dir, tmp_path):
+    """Folders exported before the user's library moved to repro.recipes name the old module in modules.json."""
+    from repro.recipes.recipes import from_recipe
+
+    recipe = f"{tiny_dir}/prompteol+edge/2"
+    exported_equal(recipe, tmp_path / "out", TEXTS[:3])
+    path = tmp_path / "out" / "modules.json"
+    modules = json.loads(path.read_text())
+    modules[0]["type"] = "repro.book.export_modules.PromptedDecoder"  # as written before the move
+    path.write_text(json.dumps(modules))
+    old = SentenceTransformer(str(tmp_path / "out"), trust_remote_code=True, device="cpu")
+    assert cosines(from_recipe(recipe).encode(TEXTS[:3]), old.encode(TEXTS[:3])).min() >= 0.9999
 
 
 @pytest.mark.parametrize("model", [1, 5, "mean"])
@@ -61,7 +75,7 @@ def test_trained_designs_export_with_lora_merged_and_their_head(tiny_dir, tmp_pa
 
 
 def test_export_errors_are_clear(tiny_dir, tmp_path):
-    from repro.book.export import export
+    from repro.recipes.export import export
 
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("")
@@ -90,7 +104,7 @@ def test_book_recipes_export_equal_on_50_texts(tmp_path, monkeypatch, recipe):
     texts = [r["sentence1"] for r in rows] + [r["sentence2"] for r in rows]
     assert len(texts) == 50
     assert exported_equal(recipe, tmp_path / "out", texts).min() >= 0.9999
-    from repro.book.recipes import recipe_scores
+    from repro.recipes.recipes import recipe_scores
 
     card = (tmp_path / "out" / "README.md").read_text()
     stored, _ = recipe_scores(recipe, "compact")  # the card gives what the store holds, no more

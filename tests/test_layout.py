@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 REPRO = ROOT / "repro"
 PAPERS = ("pooling_attention", "embedfilter", "autoregembed")
-LAYERS = ("core", "store", "training", *PAPERS, "book")
+LAYERS = ("core", "store", "training", *PAPERS, "recipes", "crosspaper", "book")
+ABOVE_PAPERS = ("recipes", "crosspaper", "book")  # the user's library, the pages across papers, the machinery
 
 
 def modules() -> dict[str, Path]:
@@ -32,7 +33,7 @@ def runtime_imports(path: Path) -> set[str]:
             and node.module and node.module.startswith("repro")}
 
 
-def test_the_top_level_reads_as_core_store_training_three_papers_and_book():
+def test_the_top_level_reads_as_core_store_training_three_papers_recipes_crosspaper_and_book():
     packages = sorted(p.name for p in REPRO.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
     assert packages == sorted(LAYERS)
     assert sorted(p.name for p in REPRO.glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
@@ -59,11 +60,14 @@ def test_no_import_cycles_and_no_paper_imports_another():
         if layer in PAPERS:
             others = {d for d in deps if d.split(".")[1] in PAPERS and d.split(".")[1] != layer}
             assert not others, f"{name} (a paper) imports another paper: {sorted(others)}"
-            book = {d for d in deps if d.split(".")[1] == "book"}
-            assert not book, f"{name} (a paper) imports the book: {sorted(book)}"
+            above = {d for d in deps if d.split(".")[1] in ABOVE_PAPERS}
+            assert not above, f"{name} (a paper) imports the recipes, the cross-paper pages or the book: {sorted(above)}"
         if layer in ("core", "store", "training"):
-            above = {d for d in deps if d.split(".")[1] in (*PAPERS, "book")}
-            assert not above, f"{name} ({layer}) imports a paper or the book: {sorted(above)}"
+            above = {d for d in deps if d.split(".")[1] in (*PAPERS, *ABOVE_PAPERS)}
+            assert not above, f"{name} ({layer}) imports a paper or what builds on them: {sorted(above)}"
+        if layer == "recipes":
+            above = {d for d in deps if d.split(".")[1] in ("crosspaper", "book")}
+            assert not above, f"{name} (the user's library) imports the cross-paper pages or the book: {sorted(above)}"
 
 
 def test_no_library_file_over_400_lines_and_imports_at_module_top():

@@ -179,7 +179,7 @@ def test_a_seed_whose_dev_selects_step_0_is_its_stage_1_and_reads_compression_on
     assert len(curve) and (curve.budget_step > 0).all()
     # EmbedFilter on such a seed's encoder (the leaderboard's combination) filters the stage-1 weights: its plain
     # side is compression only's stored scores (not re-encoded under the run's key), its filtered side beside them
-    from repro.book import combinations
+    from repro.crosspaper import combinations
 
     seed0 = converged.at_seed(still, 0)
     combinations.evaluate_autoreg_filter(config=seed0, suite=SUITE, tasks=TASKS, progress=False)

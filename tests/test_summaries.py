@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from repro.book import paper_profile
-from repro.book.summaries import scope_and_scale, summary_markdown
+from repro.crosspaper.summaries import scope_and_scale, summary_markdown
 from repro.pooling_attention.trained import converged_config
 
 
@@ -28,7 +28,7 @@ def test_scales_come_from_parameters_and_the_paper_profile():
 
 
 def test_summary_counts_and_bad_paper():
-    from repro.book.statements import summary_counts
+    from repro.crosspaper.statements import summary_counts
 
     counts = pd.Series({"supported": 2, "one run per method, no verdict": 3, "untestable at n=3 tasks": 5,
                         "missing results": 1, "contradicted": 4, "inconclusive": 1})

@@ -30,7 +30,7 @@ P1_ROBUSTNESS_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "S
 
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
 NOTEBOOKS: dict[str, dict[str, dict]] = {
-    "leaderboard": {  # reads the stored compact scores of every method (repro.book.leaderboard)
+    "leaderboard": {  # reads the stored compact scores of every method (repro.crosspaper.leaderboard)
         "smoke": {"profile": "smoke", "backbone": "smollm2-135m"},
         "standard": {"profile": "standard", "backbone": "smollm2-135m"},
     },

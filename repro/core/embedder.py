@@ -25,7 +25,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
-from importlib import metadata
 
 import numpy as np
 
@@ -35,7 +34,6 @@ from repro.store.atomic import write_npy
 from repro.store.paths import states_dir
 
 ROLES = ("query", "document")
-RECIPE_PLUGINS = "repro.recipes"  # the entry-point group Embedder.from_recipe resolves recipe ids through
 
 
 class Embedder(ABC):
@@ -68,18 +66,6 @@ class Embedder(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.identity}, dim={self.dim})"
-
-    @classmethod
-    def from_recipe(cls, recipe: str, progress: bool = False) -> Embedder:
-        """A named configuration of the book in one line, e.g. ``Embedder.from_recipe("qwen2.5-coder-0.5b/echo+
-        edge/2")`` or ``"run:runs/<folder>"``. The recipes combine the three papers' packages, which build on this
-        core, so the core finds them as a plugin: the entry point ``book`` of the group ``repro.recipes``
-        (:func:`repro.book.recipes.from_recipe`, registered by ``pip install -e .``)."""
-        plugins = {p.name: p for p in metadata.entry_points(group=RECIPE_PLUGINS)}
-        if "book" not in plugins:
-            raise RuntimeError(f"no recipe resolver is registered (entry point group '{RECIPE_PLUGINS}'): install "
-                               "the package (pip install -e .), or call repro.book.recipes.from_recipe")
-        return plugins["book"].load()(recipe, progress)
 
 
 class StatesEmbedder(Embedder):

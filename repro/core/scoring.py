@@ -7,13 +7,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from repro.core.embedder import Embedder
 from repro.core.evaluate import MtebEncoder, evaluate_encoders
 from repro.core.paired import lacks_units
 from repro.core.suites import describe_suite, suite_caps
-from repro.core.tasks import check_task_names, data_fingerprint, suite_task
+from repro.core.tasks import TASKS, check_task_names, data_fingerprint, suite_task
 from repro.store.results import encode_array, load_or_compute, load_result
 
 log = logging.getLogger(__name__)
@@ -87,3 +88,11 @@ def evaluate_per_task(experiment: str, identity: dict, suite: str, tasks: Sequen
                          f"({sorted(map(str, digests))}); rerun with recompute_stale=True "
                          f"(repro train ... --recompute-stale) to recompute those from other weights")
     return pd.concat(frames, ignore_index=True)
+
+
+def records_frame(label: str, records: dict[str, dict]) -> pd.DataFrame:
+    """Per-task stored records -> rows (method, task, category, score x100: the mean main score over its units)."""
+    rows = [{"method": label, "task": task, "category": TASKS[task].category,
+             "score": 100 * float(np.mean([r["main_score"] for r in record["rows"]]))}
+            for task, record in records.items()]
+    return pd.DataFrame(rows, columns=["method", "task", "category", "score"])

@@ -17,7 +17,7 @@ from repro.core.evaluate import evaluate_encoders, states_encoder
 from repro.core.suites import describe_suite, suite_caps
 from repro.core.tasks import STS_TASKS, check_task_names, data_fingerprint, suite_task
 from repro.store.lanes import in_lane_order
-from repro.store.results import encode_array, load_or_compute
+from repro.store.results import all_results, encode_array, load_or_compute
 from repro.training import budget
 from repro.training.contrastive import TrainConfig
 from repro.training.data import DATASETS
@@ -106,3 +106,17 @@ def contrastive_config(label: str, align: AlignConfig, lr: float = 1e-4) -> Trai
     if align.stopping == "dev":  # the same budget rule and cap as the alignment stage (packed steps: same loss)
         config = replace(budget.under_budget_rule(config, align.steps), packing=True)
     return config
+
+
+def stored_untrained(backbone: str, suite: str = "compact", max_length: int = 512) -> dict[str, dict[str, dict]]:
+    """The stored untrained scores, read only: ``{label of UNTRAINED: {task: record}}`` for ``backbone``, ``suite``
+    and ``max_length``, on the tasks' current data."""
+    labels = {spec: label for label, spec in UNTRAINED.items()}
+    found: dict[str, dict[str, dict]] = {label: {} for label in UNTRAINED}
+    for record in all_results(UNTRAINED_EXPERIMENT):
+        p = record["params"]
+        label = labels.get((p["prompt"], p["pooling"]))
+        if (label and p["backbone"] == backbone and p["suite"] == suite and p["max_length"] == max_length
+                and p["data"] == data_fingerprint(p["task"])):
+            found[label][p["task"]] = record
+    return found

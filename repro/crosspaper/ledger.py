@@ -26,16 +26,16 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.autoregembed.objective_cost import objective_costs
-from repro.book.combinations import combination_table
-from repro.book.combinations import ledger_rows as combination_rows
-from repro.book.ledger_paper2 import paper2_rows
-from repro.book.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
 from repro.book.pages import page_parameters
 from repro.core.comparison import DISAGREE, claims_table, per_task_scores, with_adjusted_p
 from repro.core.seeds import one_seed, seeded_claims
 from repro.core.stats import UNSETTLED
 from repro.core.suites import suite_caps_text
 from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, adjusted_verdict
+from repro.crosspaper.combinations import combination_table
+from repro.crosspaper.combinations import ledger_rows as combination_rows
+from repro.crosspaper.ledger_paper2 import paper2_rows
+from repro.crosspaper.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
 from repro.pooling_attention.claims import (
     ROBUSTNESS_CLAIMS,
     TABLE_CLAIMS,

@@ -1,4 +1,4 @@
-"""Paper 2's rows of the claims ledger (:mod:`repro.book.ledger`): the main table, the filter-type ablation, the
+"""Paper 2's rows of the claims ledger (:mod:`repro.crosspaper.ledger`): the main table, the filter-type ablation, the
 vocabulary lens and the storage cost, each from the stored results of the page that tests it (the pages' own
 parameters, :mod:`repro.book.pages`); a page's earlier scope (the piece-wise tokenization on the STS sets) gives
 history rows, never counted."""
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.book.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
 from repro.book.pages import page_parameters
 from repro.core.backbones import LazyBackbone
 from repro.core.comparison import DISAGREE, claims_table
 from repro.core.stats import UNSETTLED
 from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, adjusted_verdict, statement_verdict
+from repro.crosspaper.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
 from repro.embedfilter.claims import best_variant_tests, frequency_claims, storage_claim, tests_against
 from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN

@@ -38,21 +38,21 @@ from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_co
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import embedder_of
 from repro.autoregembed.model import build_autoreg
-from repro.book.leaderboard import baseline_label
 from repro.book.pages import page_parameters
 from repro.core.backbones import resolve
-from repro.core.embedder import Embedder
 from repro.core.encode import forget_recent
 from repro.core.reference import load_minilm
 from repro.core.tasks import read_task
+from repro.crosspaper.leaderboard import baseline_label
 from repro.pooling_attention.trained import converged_config
+from repro.recipes.recipes import from_recipe
 from repro.store.paths import STATES_ENV
 from repro.store.results import all_results, save_result
 from repro.training.contrastive import TrainedEmbedder, build_model
 
 EXPERIMENT = "encode_rates"
 BASELINE = "last"
-# rate key -> the leaderboard label it times (a label starting with it; repro.book.leaderboard)
+# rate key -> the leaderboard label it times (a label starting with it; repro.crosspaper.leaderboard)
 LABELS = {
     "last": "last token (untrained)",
     "mean": "mean (untrained)",
@@ -99,7 +99,7 @@ def rate_encoder(key: str, backbone: str) -> Encode:
                   contrastive_config(key[3:], _paper3_configs(backbone)[1]))
         embedder = TrainedEmbedder(build_model(config).eval(), config, max_length=512)
     else:
-        embedder = Embedder.from_recipe(f"{backbone}/{key}")
+        embedder = from_recipe(f"{backbone}/{key}")
     return lambda texts, role: embedder.encode(texts, role=role)
 
 

@@ -1,8 +1,8 @@
 """The leaderboard's cost axes, read from the stored run records and sweeps (nothing is computed here): the training
 wall-clock hours behind each trained row (:func:`training_hours`, :func:`hours_column`), each row's embedding
 dimensions (:func:`dimensions`), and the measured hours of one Paper 1 converged run with its scoring
-(:func:`paper1_run_hours`), which prices a missing row (:func:`repro.book.leaderboard.missing_rows`). The third
-cost axis, encode tokens per second, is measured by :mod:`repro.book.encode_rates`."""
+(:func:`paper1_run_hours`), which prices a missing row (:func:`repro.crosspaper.leaderboard.missing_rows`). The third
+cost axis, encode tokens per second, is measured by :mod:`repro.crosspaper.encode_rates`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
 from repro.autoregembed.train import run_params as ar_run_params
-from repro.book.leaderboard import (
+from repro.core.reference import minilm_path
+from repro.core.tasks import TASKS
+from repro.crosspaper.leaderboard import (
     SUITE,
     baseline_label,
     paper1_label,
@@ -23,8 +25,6 @@ from repro.book.leaderboard import (
     paper3_configs,
     tables_labels,
 )
-from repro.core.reference import minilm_path
-from repro.core.tasks import TASKS
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, run_table
 from repro.store.results import load_result

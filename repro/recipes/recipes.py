@@ -1,7 +1,7 @@
 """Named recipes: the book's configurations as one-line Embedders, for encoding your own texts.
 
     from repro.core.embedder import Embedder
-    embedder = Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")   # (or repro.book.recipes.from_recipe)
+    embedder = Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")   # (or repro.recipes.recipes.from_recipe)
     vectors = embedder.encode(["a sentence", "another one"])        # float32 [2, 448]
 
 A recipe id is ``<backbone>/<method>[+<filter>]``, the same names the result keys use:
@@ -17,7 +17,7 @@ A recipe id is ``<backbone>/<method>[+<filter>]``, the same names the result key
 Trained runs are recipes too:
 
 * ``<backbone>/p1-model1`` and ``<backbone>/p1-model5``: Paper 1's models 1 and 5 trained under the budget rule,
-  from the weights shipped in ``weights/`` (:mod:`repro.book.shipped`: float16 copies of one seed's run), with
+  from the weights shipped in ``weights/`` (:mod:`repro.recipes.shipped`: float16 copies of one seed's run), with
   an optional ``+<filter>`` too (the EmbedFilter map applied to the trained model's embeddings);
 * ``run:<folder>`` loads any run folder of the run store (a Paper 1 design or a contrastive baseline, or an
   AutoRegEmbed stage).
@@ -35,20 +35,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from repro.autoregembed.experiments.baselines import stored_untrained
 from repro.autoregembed.experiments.scores import autoreg_embedder_from
-from repro.book.leaderboard import leaderboard_scores, records_frame
-from repro.book.shipped import TRAINED_RECIPES, shipped_folder, weights_dir
-from repro.book.shipped import source as shipped_source
 from repro.core.backbones import PACKAGED, load_backbone, resolve
 from repro.core.distributed import init_from_env, world
 from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.encode import EncodeConfig
-from repro.core.reference import main as reference_main
-from repro.core.scoring import evaluate_per_task, stored_per_task
+from repro.core.scoring import evaluate_per_task, records_frame, stored_per_task
 from repro.core.tasks import TASKS
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import PROMPT_POOLING, encode_config, filters_for, stored_scores
 from repro.pooling_attention.converged import converged_scores
+from repro.recipes.shipped import TRAINED_RECIPES, shipped_folder, weights_dir
+from repro.recipes.shipped import source as shipped_source
 from repro.store.atomic import write_npy
 from repro.store.fingerprint import weights_digest
 from repro.training.contrastive import TrainedEmbedder, load_trained
@@ -165,9 +164,8 @@ def recipe_scores(recipe: str, suite: str = "compact") -> tuple[pd.DataFrame, st
                 frame = pd.DataFrame({"task": per_task.index, "score": per_task.values})
                 source = "results/embedfilter (the EmbedFilter sweeps)"
         elif method in UNTRAINED and variant is None:
-            label = {"last": "last token (untrained)", "mean": "mean (untrained)"}[method]
-            scores, _ = leaderboard_scores(backbone)
-            frame = scores[scores.method == label][["task", "score"]]
+            label = {"last": "last token", "mean": "mean"}[method]
+            frame = records_frame(label, stored_untrained(backbone, suite)[label])[["task", "score"]]
             source = "results/autoreg_untrained (Paper 3's untrained references)"
         elif method in TRAINED_RECIPES and variant is None:
             seed = shipped_source(backbone, method)["seed"]
@@ -281,13 +279,15 @@ def evaluate_recipe(recipe: str, suite: str = "compact", tasks=None, recompute: 
 
 
 def evaluate_main(argv=None):
-    """``repro evaluate --recipe R [--suite S] [--tasks ...]``; without ``--recipe``, the harness check
-    (all-MiniLM-L6-v2 against MTEB's published scores, :mod:`repro.core.reference`)."""
+    """``repro evaluate --recipe R [--suite S] [--tasks ...]`` (the harness check is its own command,
+    ``repro harness``: :mod:`repro.core.reference`)."""
     argv = list(argv or [])
-    if "--recipe" not in argv:
-        return reference_main(argv)
-    parser = argparse.ArgumentParser(description="Score a named recipe on a suite (stored per task).")
-    parser.add_argument("--recipe", required=True)
+    if "--recipe" not in argv and not {"-h", "--help"} & set(argv):
+        raise SystemExit("repro evaluate: --recipe is required (a recipe id, e.g. smollm2-135m/prompteol+edge/2); "
+                         "the harness check against MTEB's published MiniLM scores is `repro harness`")
+    parser = argparse.ArgumentParser(prog="repro evaluate", description="Score a named recipe on a suite (mteb's "
+                                     "evaluators; each task's score stored in results/recipe_scores/).")
+    parser.add_argument("--recipe", required=True, help="<backbone>/<method>[+<filter>] or run:<run folder>")
     parser.add_argument("--suite", default="compact")
     parser.add_argument("--tasks", nargs="*")
     parser.add_argument("--recompute", action="store_true")
@@ -311,4 +311,4 @@ def main(argv=None):
     if args.backbone:
         table = table[table.index.str.startswith(args.backbone + "/")]
     print(table.round(2).to_string() if len(table) else f"no recipe has stored scores on '{args.suite}'")
-    print("\nEmbedder.from_recipe('<backbone>/<method>[+<filter>]'), or 'run:<run folder>' for a trained run")
+    print("\nrepro.from_recipe('<backbone>/<method>[+<filter>]'), or 'run:<run folder>' for a trained run")

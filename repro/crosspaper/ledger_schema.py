@@ -1,6 +1,6 @@
 """The claims ledger's row schema (:data:`COLUMNS`), its tiers and papers, and :func:`from_claims`, which turns a
 claims module's rows (the shared claims schema of :func:`repro.core.verdicts.claim_row`) into ledger rows; shared by
-:mod:`repro.book.ledger` and the per-paper row builders (:mod:`repro.book.ledger_paper2`)."""
+:mod:`repro.crosspaper.ledger` and the per-paper row builders (:mod:`repro.crosspaper.ledger_paper2`)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ copied in float16 to ``weights/<backbone>-<method>/`` (``REPRO_WEIGHTS_DIR``), a
 for model 5, with ``source.json`` naming the run they come from (configuration, seed, the digest of the fp32
 weights its stored scores were computed with) and the digest of the float16 copy.
 
-    python -m repro.book.shipped smollm2-135m p1-model1 --seed 1   # after training that run on this machine
+    python -m repro.recipes.shipped smollm2-135m p1-model1 --seed 1   # after training that run on this machine
 
 Loading upcasts to float32 (the book's dtype on CPU), so a shipped recipe is the trained run rounded to float16
 weights: its embeddings differ from the run's in the fourth digit, and its ``source.json`` says so.
@@ -47,7 +47,7 @@ def shipped_folder(backbone: str, method: str) -> Path:
         raise FileNotFoundError(
             f"no shipped weights for '{backbone}/{method}' in {weights_dir()}: train the run "
             f"(python -m repro.pooling_attention.trained --converged --backbone {backbone} --model "
-            f"{TRAINED_RECIPES[method]} --seed S), then ship it (python -m repro.book.shipped {backbone} {method} "
+            f"{TRAINED_RECIPES[method]} --seed S), then ship it (python -m repro.recipes.shipped {backbone} {method} "
             f"--seed S), or load the run folder directly ('run:<folder>')")
     return folder
 

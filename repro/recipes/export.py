@@ -7,9 +7,9 @@ results.
 
 The folder holds the decoder (a trained recipe's LoRA merged into it), its tokenizer, and the modules:
 
-* :class:`repro.book.export_modules.PromptedDecoder`: the prompt, the book's tokenization, the attention mode;
+* :class:`repro.recipes.export_modules.PromptedDecoder`: the prompt, the book's tokenization, the attention mode;
 * sentence-transformers' ``Pooling`` (``lasttoken`` or ``mean``) or, for a trainable-pooling design,
-  :class:`repro.book.export_modules.PoolingHead`;
+  :class:`repro.recipes.export_modules.PoolingHead`;
 * ``Normalize`` for trained models (they are trained on cosine similarity and return unit vectors);
 * an EmbedFilter (or any linear filter) map as a plain ``Dense`` layer: identity activation, no bias (whitening's
   centring becomes its bias).
@@ -33,12 +33,12 @@ from sentence_transformers.base.modules import Dense, Normalize
 from sentence_transformers.sentence_transformer.modules import Pooling
 from torch import nn
 
-from repro.book.export_modules import PoolingHead, PromptedDecoder
-from repro.book.recipes import EVAL_MAX_LENGTH, from_recipe, recipe_scores
 from repro.core.backbones import resolve
 from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, StatesEmbedder
 from repro.core.prompts import get_prompt
 from repro.core.suites import describe_suite
+from repro.recipes.export_modules import PoolingHead, PromptedDecoder
+from repro.recipes.recipes import EVAL_MAX_LENGTH, from_recipe, recipe_scores
 from repro.store.atomic import atomic_dir
 from repro.training.contrastive import TrainedEmbedder
 
@@ -142,7 +142,7 @@ def model_card(recipe: str, about: dict) -> str:
              "model = SentenceTransformer(\"path/to/this/folder\", trust_remote_code=True)",
              "vectors = model.encode([\"a sentence\", \"another one\"])", "```", "",
              "Install the `repro` package first (`pip install -e .` in the book's repository): the folder names its "
-             "module classes (`repro.book.export_modules`). sentence-transformers 6 imports a module class from outside "
+             "module classes (`repro.recipes.export_modules`). sentence-transformers 6 imports a module class from outside "
              "its own package only with `trust_remote_code=True`; the folder holds no code.", "",
              "## What it computes", "",
              f"- backbone: `{about['backbone']}`, {about['attention']} attention, fp32 weights",

@@ -1,7 +1,7 @@
 """The claims checklist: every claim of the three papers the book sets out to test, one row each (paper, section,
 the statement as the ledger words it, tier), or an explicit reason why it is not testable here. A test
 (``tests/test_checklist.py``) asserts that every row has a statement with a verdict on the claims ledger
-(:mod:`repro.book.statements`) or its reason, and that the ledger has no statement the checklist lacks."""
+(:mod:`repro.crosspaper.statements`) or its reason, and that the ledger has no statement the checklist lacks."""
 
 from __future__ import annotations
 

@@ -1,25 +1,25 @@
 """Combinations none of the three papers tried, each a paired comparison of two recipes on the same tasks.
 
 * "Does EmbedFilter's training-free gain survive training?": EmbedFilter edge/2 applied to Paper 1's trained
-  models 1 and 5 (the shipped weights of one seed, :mod:`repro.book.shipped`), against the same weights without
+  models 1 and 5 (the shipped weights of one seed, :mod:`repro.recipes.shipped`), against the same weights without
   the filter; next to it, the same filter on the untrained PromptEOL and Echo states (Paper 2's own setting).
 * "Does it survive AutoRegEmbed's training?": the same filter on Paper 3's trained encoder (seed 0 of the
   dev-selected configuration under the budget rule once that search is complete, before it the Tables 1-2
   configuration's stage-2 run; the basis is the SVD of that encoder's own, fine-tuned ``lm_head.weight``), against
   the same encoder's embeddings, both on all 19 tasks from one set of weights (the run is not kept between sessions,
-  so both sides are computed in the session that trains it: ``python -m repro.book.combinations --autoregembed``).
+  so both sides are computed in the session that trains it: ``python -m repro.crosspaper.combinations --autoregembed``).
 * "PromptEOL or no prompt as model 1's input format?": Paper 1's model 1 trained and scored with PromptEOL's
   template (``repro train --converged --model 1 --prompt prompteol``) against the same design trained without a
   prompt, on the seeds both have (a verdict about the training recipe, so the training runs are its units).
 
-Both sides of a trained pair are scored by :func:`repro.book.recipes.evaluate_recipe` on all 19 tasks at ``compact``
+Both sides of a trained pair are scored by :func:`repro.recipes.recipes.evaluate_recipe` on all 19 tasks at ``compact``
 caps from the same (shipped) weights (stored in ``results/recipe_scores``; a trained model's embeddings are cached, so
 its filtered variant never re-encodes); the untrained pairs read the EmbedFilter sweeps' scores.
 :func:`combination_table` reads the stored scores only and tests each pair with the Wilcoxon signed-rank test over
 tasks (two-sided, p < 0.05): a verdict about these weights (one training seed), not about the training recipe.
 
-    python -m repro.book.combinations            # computes the missing scores (about 20 min per trained model)
-    python -m repro.book.combinations --autoregembed   # also AutoRegEmbed's pair, from its local stage-2 run
+    python -m repro.crosspaper.combinations            # computes the missing scores (about 20 min per trained model)
+    python -m repro.crosspaper.combinations --autoregembed   # also AutoRegEmbed's pair, from its local stage-2 run
 """
 
 from __future__ import annotations
@@ -34,19 +34,19 @@ from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import autoreg_embedder_from, score_identity
 from repro.autoregembed.train import run_spec
-from repro.book.leaderboard import paper3_configs, records_frame
-from repro.book.ledger_schema import COLUMNS, NOT_QUOTED
-from repro.book.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
 from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
-from repro.core.scoring import evaluate_per_task, stored_per_task
+from repro.core.scoring import evaluate_per_task, records_frame, stored_per_task
 from repro.core.seeds import ONE_RUN_PREFIX
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
 from repro.core.verdicts import INCONCLUSIVE, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide, run_comparison
+from repro.crosspaper.leaderboard import paper3_configs
+from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
 from repro.pooling_attention.converged import SEEDS, converged_scores
+from repro.recipes.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
 from repro.store.identity import config_identity
 
 SUITE = "compact"
@@ -179,7 +179,7 @@ def autoreg_row(backbone: str = "smollm2-135m", suite: str = SUITE) -> dict:
     if row["tasks"] < len(TASKS) or len(weights) > 1:
         why = "missing tasks" if row["tasks"] < len(TASKS) else "the two sides come from different weights"
         row |= {"difference": np.nan, "p (Wilcoxon)": np.nan,
-                "verdict": f"not computed ({why}): python -m repro.book.combinations --autoregembed --suite {suite} "
+                "verdict": f"not computed ({why}): python -m repro.crosspaper.combinations --autoregembed --suite {suite} "
                            "(in the session that trains the Paper 3 run)"}
     return row
 
@@ -318,7 +318,7 @@ def main(argv=None):
         try:
             evaluate_autoreg_filter(suite=args.suite)
         except FileNotFoundError as error:
-            raise SystemExit(f"repro.book.combinations: {error}") from None
+            raise SystemExit(f"repro.crosspaper.combinations: {error}") from None
     print(combination_table(args.suite).round(3).to_string())
 
 

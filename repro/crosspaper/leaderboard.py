@@ -25,14 +25,14 @@ import numpy as np
 import pandas as pd
 
 from repro.autoregembed.experiments import converged as p3_converged
-from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
+from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config, stored_untrained
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import score_identity
 from repro.book.pages import page_parameters
 from repro.core.ranking import all_pairs, separated_from
-from repro.core.scoring import stored_per_task
-from repro.core.tasks import TASKS, data_fingerprint
+from repro.core.scoring import records_frame, stored_per_task
+from repro.core.tasks import TASKS
 from repro.core.verdicts import same_model
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
@@ -44,24 +44,10 @@ SUITE = "compact"
 CATEGORIES = ["STS", "Classification", "Clustering", "PairClassification", "Retrieval"]
 
 
-def records_frame(label: str, records: dict[str, dict]) -> pd.DataFrame:
-    """Per-task stored records -> rows (method, task, category, score x100: the mean main score over its units)."""
-    rows = [{"method": label, "task": task, "category": TASKS[task].category,
-             "score": 100 * float(np.mean([r["main_score"] for r in record["rows"]]))}
-            for task, record in records.items()]
-    return pd.DataFrame(rows, columns=["method", "task", "category", "score"])
-
-
 def _untrained(backbone: str) -> dict[str, pd.DataFrame]:
-    labels = {("none-noeos", "last"): "last token (untrained)", ("none-noeos", "mean"): "mean (untrained)"}
-    found: dict[str, dict] = {label: {} for label in labels.values()}
-    for record in all_results("autoreg_untrained"):
-        p = record["params"]
-        label = labels.get((p["prompt"], p["pooling"]))
-        if (label and p["backbone"] == backbone and p["suite"] == SUITE and p["max_length"] == 512
-                and p["data"] == data_fingerprint(p["task"])):
-            found[label][p["task"]] = record
-    return {label: records_frame(label, records) for label, records in found.items()}
+    labels = {"last token": "last token (untrained)", "mean": "mean (untrained)"}
+    found = stored_untrained(backbone, SUITE)
+    return {shown: records_frame(shown, found[label]) for label, shown in labels.items()}
 
 
 def _embedfilter(backbone: str) -> dict[str, pd.DataFrame]:
@@ -124,7 +110,7 @@ def paper3_budget_labels(backbone: str = "smollm2-135m", seeds: dict[str, int] |
     autoreg = selected[p3_converged.AUTOREG]
     start = p3_converged.start_selected_seeds(base) if autoreg is not None else []
     # a LoRA selection is named apart, so that the encode rate timed for the Tables 1-2 (full fine-tuning) encoder
-    # is not read for it (repro.book.encode_rates matches a row by the start of its label)
+    # is not read for it (repro.crosspaper.encode_rates matches a row by the start of its label)
     lora = ", LoRA" if autoreg is not None and autoreg.finetune != "full" else ""
     labels = {p3_converged.COMPRESSION: f"compression only{lora} (Paper 3){BUDGET_RULE} (the stage 1 of its seeds)"}
     if autoreg is not None:
@@ -257,7 +243,7 @@ def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | No
     """Per method: the tasks of the suite it lacks, and the command that computes them (a Paper 1 row: the
     commands of its runs not complete on ``backbone``, :func:`~repro.pooling_attention.converged.missing_runs`).
     ``run_hours``: the measured wall hours of one Paper 1 converged run with its scoring
-    (:func:`repro.book.leaderboard_costs.paper1_run_hours`); a Paper 1 row then gets its estimated cost, that
+    (:func:`repro.crosspaper.leaderboard_costs.paper1_run_hours`); a Paper 1 row then gets its estimated cost, that
     times the runs its commands train."""
     rows = []
     for method in methods:

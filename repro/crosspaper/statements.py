@@ -1,7 +1,7 @@
 """The claims ledger's statements: one row per paper statement, in the paper's words, with one verdict from its
 comparisons (:func:`statements`), counted per tier (:func:`verdict_counts`); how each verdict changed with the
 verdict engine (:func:`verdict_changes`, against an earlier ledger stored by ``scripts/ledger_snapshot.py``) and
-with superseded runs (:func:`history`). The comparisons come from :mod:`repro.book.ledger`."""
+with superseded runs (:func:`history`). The comparisons come from :mod:`repro.crosspaper.ledger`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 
 import pandas as pd
 
-from repro.book.ledger import LAST_LAYER, all_comparisons, claims_ledger, statement_of
 from repro.core.verdicts import CONTRADICTED, SUPPORTED, adjusted_verdict, is_tested, statement_verdict
+from repro.crosspaper.ledger import LAST_LAYER, all_comparisons, claims_ledger, statement_of
 from repro.store.results import all_results
 
 ANY = {LAST_LAYER}  # statements of existence: supported by any one of their comparisons
@@ -121,7 +121,7 @@ def verdict_counts(statements_table: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_counts(counts: pd.Series) -> dict:
-    """One paper's (or tier's) row of :func:`verdict_counts` as :func:`repro.book.summaries.summary_markdown`'s
+    """One paper's (or tier's) row of :func:`verdict_counts` as :func:`repro.crosspaper.summaries.summary_markdown`'s
     counts: supported, tested (every verdict but untestable, missing and no-verdict ones), untestable."""
     untested = int(sum(n for v, n in counts.items() if not is_tested(str(v))))
     return {"supported": int(counts.get(SUPPORTED, 0)), "contradicted": int(counts.get(CONTRADICTED, 0)),

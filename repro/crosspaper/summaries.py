@@ -116,7 +116,7 @@ def _tier_sentence(label: str, counts: dict) -> str:
 
 def summary_markdown(paper: int, name: str, headline: dict, ablation: dict, profile: str = "standard") -> str:
     """One paper's summary paragraph; ``headline`` and ``ablation`` are the ledger's statement counts for its two
-    tiers (:func:`repro.book.ledger.summary_counts`: supported, contradicted, tested, untestable)."""
+    tiers (:func:`repro.crosspaper.ledger.summary_counts`: supported, contradicted, tested, untestable)."""
     facts = scope_and_scale(paper, profile)
     return (f"**{name}.** *Scope:* {facts['scope']} {_tier_sentence('Headline statements', headline)} "
             f"{_tier_sentence('Ablation statements', ablation)} *Hard:* {facts['hard']} *Scale:* {facts['scale']}")

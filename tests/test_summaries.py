@@ -48,3 +48,20 @@ def test_ledger_page_types_no_summary_numbers():
     assert len(section) == 1
     prose = "".join(cells[section[0]]["source"])
     assert not re.search(r"\d", prose) and "summary_markdown" in "".join(cells[section[0] + 1]["source"])
+
+
+def test_the_intros_answer_marks_each_headline_statement_from_the_ledgers_verdicts():
+    import pandas as pd
+
+    from repro.crosspaper.statements import answer_table, mark
+
+    assert [mark(v) for v in ("supported", "contradicted", "inconclusive", "significant but below the margin",
+                              "one run per method, no verdict", "untestable (one training run per method)",
+                              "missing results")] == ["✓", "✗", "~", "~", "–", "–", "–"]
+    table = pd.DataFrame({"paper": ["P", "P", "P"], "tier": ["headline", "ablation", "headline"],
+                          "statement": ["a", "b", "c"], "ours": ["+1.00", "-2.00", ""],
+                          "paper (quoted)": ["Q: +4.50 (X, quoted via two summaries)", "3", "not quoted in the book"],
+                          "verdict": ["supported", "contradicted", "inconclusive"], "pages": ["p1", "p2", "p3"]})
+    answer = answer_table(table)
+    assert answer["statement"].tolist() == ["a", "c"] and answer[""].tolist() == ["✓", "~"]  # headline only
+    assert answer["paper (quoted)"].tolist() == ["Q: +4.50", "-"]

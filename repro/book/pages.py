@@ -30,6 +30,10 @@ P1_ROBUSTNESS_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "S
 
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
 NOTEBOOKS: dict[str, dict[str, dict]] = {
+    "intro": {  # the answer: every headline statement's verdict, from the claims ledger
+        "smoke": {"profile": "smoke"},
+        "standard": {"profile": "standard"},
+    },
     "leaderboard": {  # reads the stored compact scores of every method (repro.crosspaper.leaderboard)
         "smoke": {"profile": "smoke", "backbone": "smollm2-135m"},
         "standard": {"profile": "standard", "backbone": "smollm2-135m"},
@@ -120,6 +124,10 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                      "tasks": ["SciFact", "ArguAna", "NFCorpusPreprocessed"], "tokenization": "official",
                      "ratios": [1, 2, 4, 8]},
     },
+    "p1_summary": {  # reads the claims ledger and the converged Paper 1 runs, for their pages' parameters
+        "smoke": {"profile": "smoke"},
+        "standard": {"profile": "standard"},
+    },
     "p2_summary": {  # reads the claims ledger and the stored results of the Paper 2 pages, for their parameters
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},
@@ -195,7 +203,8 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
 }
 PROFILES = ("smoke", "standard", "paper")
 # Pages that only read what the other pages store (a build running pages at once runs these after the others)
-READERS = ("leaderboard", "claims_ledger", "p2_summary", "p3_converged", "p3_summary", "book_cost")
+READERS = ("leaderboard", "claims_ledger", "intro", "p1_summary", "p2_summary", "p3_converged", "p3_summary",
+           "book_cost")
 
 # `paper`: each page at its paper's scale (repro.book.paper_profile: HF ids, the real MTEB tasks, the official
 # batch sizes, steps and learning rates); the pages that only read stored results keep their standard parameters

@@ -126,3 +126,23 @@ def summary_counts(counts: pd.Series) -> dict:
     untested = int(sum(n for v, n in counts.items() if not is_tested(str(v))))
     return {"supported": int(counts.get(SUPPORTED, 0)), "contradicted": int(counts.get(CONTRADICTED, 0)),
             "tested": int(counts.sum()) - untested, "untestable": untested}
+
+
+MARKS = {SUPPORTED: "✓", CONTRADICTED: "✗"}  # anything else a test decided: "~"; no test: "–"
+
+
+def mark(verdict: str) -> str:
+    """A verdict as the intro's one-character mark: ✓ supported, ✗ contradicted, ~ decided otherwise (inconclusive,
+    significant but below the margin), – not tested (one run per method, untestable, missing)."""
+    return MARKS.get(verdict, "~" if is_tested(verdict) else "–")
+
+
+def answer_table(statements_table: pd.DataFrame, tier: str = "headline") -> pd.DataFrame:
+    """The book's answer, one row per statement of ``tier``: the paper, the mark, the statement, our difference(s),
+    the paper's number (quoted, or "-"), the verdict and the pages that test it (from :func:`statements`)."""
+    part = statements_table[statements_table["tier"] == tier]
+    quoted = part["paper (quoted)"].where(~part["paper (quoted)"].str.startswith("not quoted"), "-")
+    quoted = quoted.str.replace(r" \([^()]*quoted[^()]*\)$", "", regex=True)  # the source is on the ledger
+    return pd.DataFrame({"paper": part["paper"], "": part["verdict"].map(mark), "statement": part["statement"],
+                         "ours": part["ours"], "paper (quoted)": quoted, "verdict": part["verdict"],
+                         "pages": part["pages"]}).reset_index(drop=True)

@@ -16,16 +16,22 @@
     repro ship-weights BACKBONE p1-model1 --seed S             ship a trained recipe's adapter and head (fp16)
 
 ``repro COMMAND --help`` gives each command's options. The command line works offline (``HF_HUB_OFFLINE=1``
-unless set) and logs at INFO level.
+unless set) and logs at INFO level. A bad input (an unknown name, a value of the wrong type, a missing file) is one
+line on stderr and exit status 1; ``REPRO_DEBUG=1`` shows its traceback.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 
 from repro.store.paths import offline
+
+# what a user's input raises (an unknown page, task or recipe, a parameter of the wrong type, a missing or unreadable
+# file); anything else is a bug and keeps its traceback
+INPUT_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, UnicodeDecodeError, KeyError)
 
 COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
     "build": "repro.book.build",
@@ -58,7 +64,13 @@ def main(argv=None) -> None:
     offline()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     module, _, function = COMMANDS[name].partition(":")
-    getattr(importlib.import_module(module), function or "main")(rest)
+    command = getattr(importlib.import_module(module), function or "main")
+    try:
+        command(rest)
+    except INPUT_ERRORS as error:  # a bad name, value, type or file: one line, no traceback (REPRO_DEBUG=1 shows it)
+        if os.environ.get("REPRO_DEBUG"):
+            raise
+        sys.exit(f"repro {name}: {error}")
 
 
 if __name__ == "__main__":

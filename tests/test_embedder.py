@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import numpy as np
 import pandas as pd
@@ -160,7 +161,7 @@ def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(t
     import json as json_module
 
     from repro.cli import main as cli
-    from repro.recipes.recipes import encode_file
+    from repro.recipes.recipes import encode_file, from_recipe
 
     (tmp_path / "texts.txt").write_text("a man plays a guitar\n\nrain tomorrow\n")
     (tmp_path / "texts.jsonl").write_text("\n".join(json_module.dumps({"text": t}) for t in
@@ -168,14 +169,29 @@ def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(t
     cli(["encode", "--recipe", f"{tiny_dir}/prompteol+edge/2", "--input", str(tmp_path / "texts.txt"),
          "--output", str(tmp_path / "out" / "emb.npy")])
     saved = np.load(tmp_path / "out" / "emb.npy")
-    assert saved.shape == (2, 16) and saved.dtype == np.float32 and "2 x 16 float32" in capsys.readouterr().out
-    again = encode_file(f"{tiny_dir}/prompteol+edge/2", tmp_path / "texts.jsonl", tmp_path / "b.npy", progress=False)
-    np.testing.assert_array_equal(again, saved)  # .jsonl reads the same texts
+    # one row per line: the blank line is an empty text, so row i is line i (never dropped, never shifted)
+    assert saved.shape == (3, 16) and saved.dtype == np.float32 and "3 x 16 float32" in capsys.readouterr().out
+    assert np.isfinite(saved).all()
+    old_umask = os.umask(0o022)
+    try:
+        again = encode_file(f"{tiny_dir}/prompteol+edge/2", tmp_path / "texts.jsonl", tmp_path / "b.npy",
+                            progress=False)
+    finally:
+        os.umask(old_umask)
+    assert (tmp_path / "b.npy").stat().st_mode & 0o777 == 0o644  # readable by others, as the umask allows
+    # .jsonl reads the same texts (other batches than the .txt's three: equal up to float rounding)
+    np.testing.assert_allclose(again, saved[[0, 2]], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(saved[1], from_recipe(f"{tiny_dir}/prompteol+edge/2").encode([""])[0], rtol=1e-5,
+                               atol=1e-6)
     (tmp_path / "empty.txt").write_text("\n")
     (tmp_path / "bad.jsonl").write_text('{"sentence": "x"}\n')
+    (tmp_path / "gap.jsonl").write_text('{"text": "x"}\n\n{"text": "y"}\n')
+    (tmp_path / "latin1.txt").write_bytes("caf\u00e9\nnaive\n".encode("latin-1"))
     for args, message in (([str(tmp_path / "nothing.txt")], "no such file"), ([str(tmp_path / "empty.txt")], "is empty"),
                           ([str(tmp_path / "texts.csv")], "input files are .txt or .jsonl"),
-                          ([str(tmp_path / "bad.jsonl")], "line 1: a JSON object with a string 'text'")):
+                          ([str(tmp_path / "bad.jsonl")], "line 1: a JSON object with a string 'text'"),
+                          ([str(tmp_path / "gap.jsonl")], "line 2 is blank"),
+                          ([str(tmp_path / "latin1.txt")], "line 1: not UTF-8 .*iconv")):
         with pytest.raises(SystemExit, match=message):
             cli(["encode", "--recipe", f"{tiny_dir}/echo", "--input", *args, "--output", str(tmp_path / "x.npy")])
     with pytest.raises(SystemExit, match="unknown recipe 'tiny/echoo'.*stored recipes"):
@@ -237,3 +253,34 @@ def test_a_cached_embedder_encodes_each_text_once_per_key(tmp_path, monkeypatch)
     calls.clear()
     CachedEmbedder(Counting(), "key-1", chunk_size=2).encode(texts, role="document")
     assert calls  # nor another role
+
+
+def test_every_command_answers_a_bad_input_with_one_line_no_traceback_and_a_nonzero_exit(tmp_path):
+    """Run as a user would (a fresh process): an unknown page, a parameter of the wrong type, an unknown recipe, a
+    missing or non-UTF-8 file each give one line on stderr naming the problem, no traceback, exit status 1."""
+    import subprocess
+    import sys
+
+    (tmp_path / "latin1.txt").write_bytes("caf\u00e9\n".encode("latin-1"))
+    cases = [
+        (["build", "--only", "nosuchpage", "--no-site"], "unknown notebook 'nosuchpage'"),
+        (["build", "--only", "p2_main_table", "-p", "ratios=abc", "--no-site"], "parameter 'ratios' must be a list"),
+        (["encode", "--recipe", "smollm2-135m/nope", "--input", str(tmp_path / "latin1.txt"), "--output",
+          str(tmp_path / "x.npy")], "unknown"),
+        (["encode", "--recipe", "smollm2-135m/echo", "--input", str(tmp_path / "latin1.txt"), "--output",
+          str(tmp_path / "x.npy")], "line 1: not UTF-8"),
+        (["encode", "--recipe", "smollm2-135m/echo", "--input", str(tmp_path / "none.txt"), "--output",
+          str(tmp_path / "x.npy")], "no such file"),
+        (["evaluate", "--recipe", "smollm2-135m/nope", "--suite", "smoke"], "unknown"),
+        (["evaluate", "--suite", "full"], "repro harness"),
+        (["export", "smollm2-135m/nope", str(tmp_path / "out")], "unknown"),
+        (["nosuchcommand"], "unknown command"),
+    ]
+    env = os.environ | {"REPRO_RESULTS_DIR": str(tmp_path / "results"), "REPRO_TRAINING": "refuse"}
+    for args, message in cases:
+        done = subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=300)
+        assert done.returncode != 0, (args, done.stdout[-500:])
+        assert "Traceback" not in done.stderr, (args, done.stderr[-2000:])
+        last = [line for line in done.stderr.splitlines() if line.strip()][-1]
+        assert last.startswith("repro") and message in last, (args, last)

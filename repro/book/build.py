@@ -214,7 +214,8 @@ def main(argv=None):
                         help="with --profile paper: resolve every page (nothing downloaded or run) and print its "
                              "settings and a GPU-hour estimate")
     parser.add_argument("--compute-pending", action="store_true",
-                        help=f"also execute the standard pages whose results are pending ({', '.join(PENDING)})")
+                        help="also execute the standard pages whose results are pending"
+                             + (f" ({', '.join(PENDING)})" if PENDING else " (none now)"))
     args = parser.parse_args(argv)
     if args.lanes < 1 or (args.lanes > 1 and args.recompute):
         parser.error("--lanes must be >= 1, and lanes cannot share the work of --recompute (each would redo it)")
@@ -227,21 +228,39 @@ def main(argv=None):
             parser.error("--dry-run resolves the paper profile: use it with --profile paper")
         return print_dry_run(names)
     pending = args.compute_pending or bool(args.only)
-    if args.jobs > 1:
-        timings = execute_at_once(names, args.profile, overrides if args.only else {}, args.jobs,
-                                  compute_pending=pending, recompute=args.recompute)
-    else:
-        timings = {}
-        for name in names:
-            start = time.perf_counter()
-            execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes,
-                             compute_pending=pending, recompute=args.recompute)
-            timings[name] = round(time.perf_counter() - start, 1)
-            print(f"executed {name} ({timings[name]} s)", flush=True)
+    try:
+        timings = _execute(names, args, overrides, pending)
+    except papermill.PapermillExecutionError as error:
+        if error.ename not in PAGE_INPUT_ERRORS:  # a bug in a page: its traceback stays
+            raise
+        raise ValueError(f"{error.ename}: {error.evalue} (the executed page, with its traceback: "
+                         f"{BOOK_DIR.name}/{getattr(error, 'page', 'the page')}.ipynb)") from None
     if not args.no_site:
         html = build_site()
         print(f"site: {html / 'index.html'}")
     print(json.dumps(timings))
+
+
+# what a page raises for a bad parameter (its check_params, an unknown task or backbone): one line at the command line
+PAGE_INPUT_ERRORS = ("TypeError", "ValueError", "FileNotFoundError", "KeyError")
+
+
+def _execute(names: list[str], args, overrides: dict, pending: bool) -> dict:
+    if args.jobs > 1:
+        return execute_at_once(names, args.profile, overrides if args.only else {}, args.jobs,
+                               compute_pending=pending, recompute=args.recompute)
+    timings = {}
+    for name in names:
+        start = time.perf_counter()
+        try:
+            execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes,
+                             compute_pending=pending, recompute=args.recompute)
+        except papermill.PapermillExecutionError as error:
+            error.page = name  # named in the one-line error if the page rejected its input
+            raise
+        timings[name] = round(time.perf_counter() - start, 1)
+        print(f"executed {name} ({timings[name]} s)", flush=True)
+    return timings
 
 
 if __name__ == "__main__":

@@ -189,21 +189,34 @@ INPUT_SUFFIXES = (".txt", ".jsonl")
 
 
 def read_texts(path: str | Path, field: str = "text") -> list[str]:
-    """The texts of a file: one per line (``.txt``) or the ``field`` of each JSON line (``.jsonl``); a missing
-    file, an unknown suffix, an empty file or a JSON line without ``field`` is a clear error."""
+    """The texts of a file, one row per line: every line of a ``.txt`` (a blank line is an empty text, encoded like
+    any other, so row i of the output is line i of the input), or the ``field`` of each JSON line of a ``.jsonl``
+    (a blank line there is an error naming it). A missing file, an unknown suffix, an empty file, a line that is
+    not UTF-8 or a JSON line without ``field`` is a clear error naming the line."""
     path = Path(path)
     if path.suffix not in INPUT_SUFFIXES:
         raise ValueError(f"{path}: input files are {' or '.join(INPUT_SUFFIXES)}, got '{path.suffix or 'no suffix'}'")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not lines:
+    lines = []
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{path}, line {number}: not UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                             f"{error.start + 1}); convert the file, e.g. iconv -f latin1 -t utf-8") from None
+    if not any(line.strip() for line in lines):
         raise ValueError(f"{path} is empty: nothing to encode")
     if path.suffix == ".txt":
         return lines
     texts = []
     for number, line in enumerate(lines, 1):
-        item = json.loads(line)
+        if not line.strip():
+            raise ValueError(f"{path}, line {number} is blank: each .jsonl line is one JSON object (one output row)")
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}, line {number}: not JSON ({error.msg})") from None
         if not isinstance(item, dict) or not isinstance(item.get(field), str):
             raise ValueError(f"{path}, line {number}: a JSON object with a string '{field}' expected")
         texts.append(item[field])
@@ -218,6 +231,8 @@ def encode_file(recipe: str, source: str | Path, output: str | Path, field: str 
     output = Path(output)
     if output.suffix != ".npy":
         raise ValueError(f"{output}: the output is a .npy file")
+    if not (isinstance(recipe, str) and recipe.startswith("run:")):
+        parse_recipe(recipe)  # a clear error before the file is read or anything loads
     texts = read_texts(source, field)
     rank, _ = init_from_env()
     vectors = from_recipe(recipe, progress=progress).encode(texts)
@@ -231,7 +246,8 @@ def encode_main(argv=None):
     parser = argparse.ArgumentParser(description="Encode a file of texts with a named recipe (repro recipes); "
                                                  "torchrun --nproc-per-node N -m repro encode ... runs N processes.")
     parser.add_argument("--recipe", required=True, help="'<backbone>/<method>[+<filter>]' or 'run:<folder>'")
-    parser.add_argument("--input", required=True, help="a .txt file (one text per line) or .jsonl (--field)")
+    parser.add_argument("--input", required=True, help="a .txt file (one text per line; a blank line is an empty "
+                        "text, so row i of the output is line i) or .jsonl (--field; one JSON object per line)")
     parser.add_argument("--output", required=True, help="the .npy file to write")
     parser.add_argument("--field", default="text", help="the JSON key of each .jsonl line (default: text)")
     args = parser.parse_args(argv)

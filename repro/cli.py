@@ -13,6 +13,7 @@
     repro encode --recipe R --input texts.txt --output emb.npy encode a file of texts with a named recipe
     torchrun --nproc-per-node 2 -m repro encode ...            the same, across 2 processes
     repro export RECIPE FOLDER                                 a recipe as a sentence-transformers folder
+    repro export-results --reference --output DIR              stored scores as mteb results (mteb.ResultCache)
     repro ship-weights BACKBONE p1-model1 --seed S             ship a trained recipe's adapter and head (fp16)
 
 ``repro COMMAND --help`` gives each command's options. The command line works offline (``HF_HUB_OFFLINE=1``
@@ -48,6 +49,7 @@ COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
     "encode": "repro.recipes.recipes:encode_main",
     "screenshot": "repro.book.screenshot",
     "export": "repro.recipes.export",
+    "export-results": "repro.recipes.mteb_format",
     "ship-weights": "repro.recipes.shipped",
 }
 

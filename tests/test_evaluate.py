@@ -82,3 +82,27 @@ def test_harness_reproduces_published_minilm_scores_on_full_sts_sets():
     for _, row in table.iterrows():
         assert abs(row["difference"]) <= 0.05, row.to_dict()
     assert all(t in PUBLISHED for t in tasks)
+
+
+def test_stored_scores_export_to_mtebs_result_format_and_the_harness_check_passes_through_it(tmp_path, monkeypatch):
+    """The committed MiniLM harness scores, written as mteb TaskResults in mteb.ResultCache's layout and read back by
+    mteb's own loader, match MTEB's published scores; a recipe's scores export the same way, each task saying why it
+    is not comparable with the public leaderboard."""
+    from repro.core.mteb_results import LEADERBOARD, comparability, read_back
+    from repro.recipes.mteb_format import REFERENCE_MODEL, export_recipe, export_reference
+    from repro.store.paths import REPO_ROOT
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))  # the committed scores, read only
+    folder = export_reference(tmp_path / "cache")
+    assert (folder / "model_meta.json").is_file() and "| BIOSSES | " + LEADERBOARD + " |" in (folder / "README.md").read_text()
+    loaded = {task: score for (model, task), score in read_back(tmp_path / "cache").items() if model == REFERENCE_MODEL}
+    assert set(loaded) == set(PUBLISHED)  # every STS task, through mteb's loader
+    for task, score in loaded.items():
+        assert abs(100 * score - PUBLISHED[task]) <= 0.05, (task, score)
+    recipe = "smollm2-135m/prompteol+edge/2"
+    export_recipe(recipe, tmp_path / "cache")
+    assert len([k for k in read_back(tmp_path / "cache") if k[0] == f"repro/{recipe}"]) == 19
+    assert comparability("BIOSSES", "full") == LEADERBOARD and comparability("STSBenchmark", "full").startswith(LEADERBOARD)
+    assert comparability("STS17", "full") == LEADERBOARD + " (note: en-en subset only)"
+    assert "capped 'compact' suite" in comparability("SciFact", "compact")
+    assert "NOT comparable with MTEB's NFCorpus" in comparability("NFCorpusPreprocessed", "full")

@@ -1,10 +1,12 @@
 """The book pipeline: papermill -> jupyter-book (smoke profile), pages rendered in headless Chromium."""
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -12,6 +14,8 @@ import pytest
 from repro.book import build
 from repro.book.build import parse_override
 from repro.book.pages import NOTEBOOKS, page_parameters
+
+SMOKE_STORE = Path(__file__).parent / "data" / "smoke_results"  # scripts/smoke_store.py
 
 
 def test_overrides_parse_literals_and_strings():
@@ -78,7 +82,16 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
 
     if shutil.which("chromium") is None:
         pytest.fail("headless Chromium is required for this test: apt-get install chromium")
+    # the committed smoke store (scripts/smoke_store.py): the build renders every page from it, computing nothing,
+    # so this test exercises papermill, jupyter-book, MathJax and Chromium; the pages' computations have their own
+    # test (test_smoke_pages_compute_their_results_from_an_empty_store)
+    store = Path(os.environ["REPRO_RESULTS_DIR"])
+    shutil.copytree(SMOKE_STORE, store, dirs_exist_ok=True)
+    before = {p.relative_to(store) for p in store.rglob("*.json")}
     build.main(["--profile", "smoke"])
+    computed = sorted(str(p.relative_to(store)) for p in store.rglob("*.json") if p.relative_to(store) not in before)
+    assert not computed, f"the committed smoke store is stale, the build computed {computed[:4]}: run " \
+                         "scripts/smoke_store.py and commit tests/data/smoke_results"
     html = build.BOOK_DIR / "_build" / "html"
     for name in NOTEBOOKS:
         assert (html / f"{name}.html").is_file(), name
@@ -103,6 +116,49 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     assert "What did not reproduce" in summary and "verdict at our scale" in summary and "83.24" in summary
     png = screenshot(html / "p1_layer_correlation.html", tmp_path / "figure.png")
     assert png.stat().st_size > 50_000
+    for page in ("intro", *NOTEBOOKS):  # no stale or dead text on any page
+        stale = stale_text(rendered_dom(html / f"{page}.html"))
+        assert not stale, (page, stale)
+
+
+def stale_text(dom: str) -> list[str]:
+    """What a rendered page must not show: a ``repro.`` name that does not import, a local path, a warning, or
+    "pending" while no page is pending."""
+    import importlib
+    import re
+
+    text = re.sub(r"<[^>]+>", " ", dom)
+    found = []
+    for name in sorted(set(re.findall(r"\brepro(?:\.[A-Za-z_][A-Za-z_0-9]*)+", text))):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):  # the longest importable module, then attributes down the rest
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attribute in parts[cut:]:
+                obj = getattr(obj, attribute, None)
+            if obj is None:
+                found.append(f"dead name {name}")
+            break
+    found += [f"local path {m}" for m in re.findall(r"(?:/work/|/root/|/home/|/tmp/)\S+", text)]
+    found += [f"warning {m}" for m in re.findall(r"\b\w*Warning\b", text)]
+    if not build.PENDING and re.search(r"\bpending\b", text, re.IGNORECASE):
+        found.append("'pending' with no page pending")
+    return found
+
+
+@pytest.mark.integration
+def test_smoke_pages_compute_their_results_from_an_empty_store(tmp_path):
+    """One fast page per kind of work, computed from nothing: encoding every layer (Figure 1), training a contrastive
+    model (p1_train), an EmbedFilter sweep (p2_main_table); Paper 3's training computes in the two-lane test."""
+    from repro.store.results import all_results
+
+    build.main(["--profile", "smoke", "--no-site", "--only", "p1_layer_correlation", "p1_train", "p2_main_table"])
+    for name in ("p1_layer_correlation", "p1_train", "p2_main_table"):
+        page = nbformat.read(build.BOOK_DIR / f"{name}.ipynb", as_version=4)
+        assert not [o for c in page.cells for o in c.get("outputs", []) if o.get("output_type") == "error"], name
+    assert all_results("p1_layer_correlation") and all_results("trained_runs") and all_results("embedfilter")
 
 
 def test_pending_standard_pages_render_a_notice_not_hours_of_training(tmp_path, monkeypatch):

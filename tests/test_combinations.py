@@ -170,3 +170,13 @@ def test_the_combinations_enter_the_ledger_as_the_books_own_claims_with_one_run_
     assert model5 == "one run per method, no verdict (over tasks: contradicted)" and not is_tested(model5)
     assert rows.loc[f"{SURVIVES} [trained Paper 1 model 1]", "verdict"] == "missing results"
     assert rows.loc[PROMPT_QUESTION, "verdict"] == "supported"  # runs as units: its own p, at the margin
+
+
+def test_a_combination_not_computed_yet_is_a_missing_ledger_row_not_an_error():
+    import pandas as pd
+
+    from repro.crosspaper.combinations import PROMPT_QUESTION, ledger_rows
+
+    table = pd.DataFrame([{"question": PROMPT_QUESTION, "kind": "input format", "base": "b", "combined": "c",
+                           "tasks": 0, "difference": float("nan"), "verdict": "not computed: repro train ..."}])
+    assert ledger_rows(table)["verdict"].tolist() == ["missing results"]  # no 'p (runs)' column: still a row

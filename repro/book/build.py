@@ -223,6 +223,7 @@ def main(argv=None):
         parser.error("--jobs must be >= 1, and pages run at once (--jobs) or split their runs (--lanes), not both")
     overrides = dict(parse_override(p) for p in args.param)
     names = args.only or list(NOTEBOOKS)
+    names = [n for n in names if n not in READERS] + [n for n in names if n in READERS]  # readers after the others
     if args.dry_run:
         if args.profile != "paper":
             parser.error("--dry-run resolves the paper profile: use it with --profile paper")

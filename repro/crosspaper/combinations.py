@@ -251,7 +251,7 @@ def ledger_rows(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, r in table[table["kind"] != "untrained"].iterrows():
         prompt = r["kind"] == "input format"
-        difference, p = r["difference"], r["p (runs)"] if prompt else r["p (Wilcoxon)"]
+        difference, p = r["difference"], r.get("p (runs)", np.nan) if prompt else r.get("p (Wilcoxon)", np.nan)
         if str(r["verdict"]).startswith("not computed") or pd.isna(difference):
             verdict = MISSING
         elif prompt:

@@ -25,7 +25,7 @@ UNINFORMATIVE_EXPERIMENT = "autoreg_uninformative"
 def uninformative_reconstruction(compress: CompressConfig, recompute: bool = False) -> float:
     """Stage 1's reference line: the held-out reconstruction loss (the same ``validation_examples`` rows the
     run validates on) of the frozen decoder given an uninformative memory, the untrained model's compression
-    tokens for every text (:func:`repro.autoregembed.method.validation_reconstruction`); stored."""
+    tokens for every text (:func:`repro.autoregembed.train.validation_reconstruction`); stored."""
 
     identity = config_identity(compress)  # (a setting added later is in the key only when not at its default)
     params = {name: identity[name] for name in ("backbone", "compression_tokens", "max_length", "target_max_length",

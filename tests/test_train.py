@@ -311,7 +311,7 @@ def test_accumulation_averages_the_gradients_of_consecutive_batches_and_keeps_ea
     and the field stays out of the run key at its default."""
     from dataclasses import dataclass
 
-    from repro.training.loop import make_accelerator, run_training
+    from repro.training.loop import LoopSettings, make_accelerator, run_training
 
     assert "accumulation" not in TrainConfig().identity() and TrainConfig(accumulation=4).identity()["accumulation"] == 4
     with pytest.raises(ValueError, match="accumulation must be a positive integer"):
@@ -322,15 +322,12 @@ def test_accumulation_averages_the_gradients_of_consecutive_batches_and_keeps_ea
         return ((model(data[2 * batch:2 * batch + 2]) - 1.0) ** 2).mean()
 
     @dataclass
-    class Config:
+    class Config(LoopSettings):  # every setting the loop reads is declared there
         lr: float = 0.1
-        weight_decay: float = 0.0
-        warmup_steps: int = 0
         steps: int = 1
         eval_every: int = 1
         checkpoint_every: int = 1
         schedule: str = "constant"
-        accumulation: int = 1
 
     def run(accumulation, folder):
         torch.manual_seed(0)

@@ -59,7 +59,7 @@ class CompressConfig(StageConfig):
     """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
     model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data",)
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation")
 
     steps: int = 200
     lr: float = 1e-4
@@ -99,7 +99,8 @@ class AlignConfig(StageConfig):
     inference_newline: bool = True
     passage_prompt: str = PASSAGE_PROMPT
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt", "stopping")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt", "stopping",
+                                              "accumulation")
 
     def __post_init__(self):
         if isinstance(self.compress, dict):

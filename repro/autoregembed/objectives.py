@@ -146,7 +146,7 @@ def alignment_loss(model: AutoRegModel, batch: dict) -> torch.Tensor:
     """Stage 2 on this process's triplets (see :func:`alignment_scores`)."""
     config: AlignConfig = batch["config"]
     lp, dists = alignment_log_probs(model, batch, STRATEGY_TERMS[config.strategy], config.divergence != "logprob",
-                                    getattr(config, "fused", False))
+                                    config.fused)
 
     def dist(target, a, b):
         (p_log, mask), (q_log, _) = dists[(target, a)], dists[(target, b)]

@@ -73,12 +73,11 @@ class TrainConfig(LoopSettings):
     packing: bool = False  # True: one padding-free forward per step (repro.training.packing; same loss and gradients)
     schedule: str = "linear"  # learning rate after warm-up: linear decay to 0 at `steps`, or constant_with_warmup
     stopping: str = "fixed"  # "fixed": train `steps`; "dev": the declared budget rule (repro.training.budget), `steps` = cap
-    accumulation: int = 1  # batches of `batch_size` per optimizer step (negatives stay inside each batch)
 
     # fields added after results were stored: left out of the identity while at their defaults, so the
     # stored runs of earlier configurations keep their keys
     ADDED_LATER: ClassVar[tuple[str, ...]] = ("hard_negatives", "train_examples", "packing", "schedule", "stopping",
-                                              "accumulation")
+                                              "accumulation", "max_grad_norm")
 
     def identity(self) -> dict:
         """The settings that define a run (its key in the result store and its checkpoint check)."""

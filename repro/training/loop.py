@@ -21,8 +21,11 @@ from repro.training.budget import should_stop
 
 @dataclass
 class LoopSettings:
-    """Settings every trained model's config shares (flat fields: a config's identity and result keys are the
-    same as before this base existed): LoRA sizes, the seed, and how often the loop validates and checkpoints."""
+    """Every setting :func:`run_training` reads, declared once (flat fields: a config's identity and result keys
+    are the same as before this base existed): LoRA sizes, the seed, how often the loop validates and checkpoints,
+    the optimisation (steps, learning rate, weight decay, warm-up, schedule), the stopping rule, gradient clipping
+    and accumulation. Each method's config keeps its own defaults; a setting a config did not have before this
+    base declared it is in that config's ``ADDED_LATER`` (out of its identity while at its default)."""
 
     lora_r: int = 16
     lora_alpha: int = 32
@@ -30,6 +33,14 @@ class LoopSettings:
     seed: int = 0
     eval_every: int = 50
     checkpoint_every: int = 50
+    steps: int = 100
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    schedule: str = "linear"  # after warm-up: "linear" decay to 0 at `steps`, "cosine", "constant_with_warmup"
+    stopping: str = "fixed"  # "fixed": train `steps`; "dev": the declared budget rule (repro.training.budget)
+    max_grad_norm: float | None = None  # clip the global gradient norm; None: off
+    accumulation: int = 1  # batches per optimizer step (their gradients averaged)
 
 
 def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
@@ -102,7 +113,7 @@ def make_accelerator():
     return Accelerator(cpu=not cuda, step_scheduler_with_optimizer=False, mixed_precision=mixed)
 
 
-def run_training(accelerator, model: nn.Module, config, output: Path, step_loss, evaluate, desc: str,
+def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Path, step_loss, evaluate, desc: str,
                  progress: bool = True, dump_grads: str | Path | None = None) -> dict:
     """The one training loop (contrastive models and AutoRegEmbed's stages): AdamW on the trainable
     parameters, warm-up + ``config.schedule`` (linear unless set) learning rate, global gradient-norm clipping
@@ -122,10 +133,10 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
 
     output = Path(output)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = get_scheduler(getattr(config, "schedule", "linear"), optimizer, config.warmup_steps, config.steps)
+    scheduler = get_scheduler(config.schedule, optimizer, config.warmup_steps, config.steps)
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     core = accelerator.unwrap_model(model)
-    by_dev = getattr(config, "stopping", "fixed") == "dev"
+    by_dev = config.stopping == "dev"
 
     checkpoint = output / "checkpoint"
     history: list[dict] = []
@@ -167,7 +178,7 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
     end = start_step if stopped else config.steps
     bar = tqdm(range(start_step, end), desc=desc, disable=not progress or not accelerator.is_main_process,
                initial=start_step, total=config.steps)
-    micro = int(getattr(config, "accumulation", 1))  # batches whose gradients one optimizer step sums
+    micro = int(config.accumulation)  # batches whose gradients one optimizer step sums
     for step in bar:
         t0, c0 = time.perf_counter(), time.process_time()
         if micro == 1:
@@ -185,7 +196,7 @@ def run_training(accelerator, model: nn.Module, config, output: Path, step_loss,
             torch.save({n: p.grad.detach().cpu().clone() for n, p in core.named_parameters() if p.grad is not None},
                        dump_grads)
         logged = {}
-        if getattr(config, "max_grad_norm", None) is not None:  # (Paper 1's TrainConfig has no clipping)
+        if config.max_grad_norm is not None:  # (Paper 1's TrainConfig has no clipping)
             logged["grad_norm"] = float(accelerator.clip_grad_norm_(trainable_parameters(core), config.max_grad_norm))
         optimizer.step()
         scheduler.step()

@@ -151,11 +151,11 @@ def stale_text(dom: str) -> list[str]:
 @pytest.mark.integration
 def test_smoke_pages_compute_their_results_from_an_empty_store(tmp_path):
     """One fast page per kind of work, computed from nothing: encoding every layer (Figure 1), training a contrastive
-    model (p1_train), an EmbedFilter sweep (p2_main_table); Paper 3's training computes in the two-lane test."""
+    model (p1_train), an EmbedFilter sweep (p2_dimension_cost); Paper 3's training computes in the two-lane test."""
     from repro.store.results import all_results
 
-    build.main(["--profile", "smoke", "--no-site", "--only", "p1_layer_correlation", "p1_train", "p2_main_table"])
-    for name in ("p1_layer_correlation", "p1_train", "p2_main_table"):
+    build.main(["--profile", "smoke", "--no-site", "--only", "p1_layer_correlation", "p1_train", "p2_dimension_cost"])
+    for name in ("p1_layer_correlation", "p1_train", "p2_dimension_cost"):
         page = nbformat.read(build.BOOK_DIR / f"{name}.ipynb", as_version=4)
         assert not [o for c in page.cells for o in c.get("outputs", []) if o.get("output_type") == "error"], name
     assert all_results("p1_layer_correlation") and all_results("trained_runs") and all_results("embedfilter")

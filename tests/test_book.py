@@ -127,7 +127,8 @@ def stale_text(dom: str) -> list[str]:
     import importlib
     import re
 
-    text = re.sub(r"<[^>]+>", " ", dom)
+    text = re.sub(r"<(style|script)\b.*?</\1>", " ", dom, flags=re.DOTALL | re.IGNORECASE)  # what a reader sees
+    text = re.sub(r"<[^>]+>", " ", text)
     found = []
     for name in sorted(set(re.findall(r"\brepro(?:\.[A-Za-z_][A-Za-z_0-9]*)+", text))):
         parts = name.split(".")
@@ -151,14 +152,15 @@ def stale_text(dom: str) -> list[str]:
 @pytest.mark.integration
 def test_smoke_pages_compute_their_results_from_an_empty_store(tmp_path):
     """One fast page per kind of work, computed from nothing: encoding every layer (Figure 1), training a contrastive
-    model (p1_train), an EmbedFilter sweep (p2_dimension_cost); Paper 3's training computes in the two-lane test."""
+    model (p1_train), the EmbedFilter lens (p2_vocab_probe); the sweep and Paper 3's training compute in their own
+    tests (test_embedfilter, the two-lane test)."""
     from repro.store.results import all_results
 
-    build.main(["--profile", "smoke", "--no-site", "--only", "p1_layer_correlation", "p1_train", "p2_dimension_cost"])
-    for name in ("p1_layer_correlation", "p1_train", "p2_dimension_cost"):
+    build.main(["--profile", "smoke", "--no-site", "--only", "p1_layer_correlation", "p1_train", "p2_vocab_probe"])
+    for name in ("p1_layer_correlation", "p1_train", "p2_vocab_probe"):
         page = nbformat.read(build.BOOK_DIR / f"{name}.ipynb", as_version=4)
         assert not [o for c in page.cells for o in c.get("outputs", []) if o.get("output_type") == "error"], name
-    assert all_results("p1_layer_correlation") and all_results("trained_runs") and all_results("embedfilter")
+    assert all_results("p1_layer_correlation") and all_results("trained_runs") and all_results("embedfilter_lens")
 
 
 def test_pending_standard_pages_render_a_notice_not_hours_of_training(tmp_path, monkeypatch):

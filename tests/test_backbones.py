@@ -134,6 +134,7 @@ def test_a_lazy_backbone_keys_results_without_loading_and_loads_once_on_use(monk
 
 @pytest.mark.integration
 def test_the_ledger_and_the_sweeps_read_committed_results_without_loading_a_backbone(monkeypatch, smollm2):
+    from repro.crosspaper.combinations import BOOK
     from repro.crosspaper.ledger import PAPERS, claims_ledger
     from repro.store.paths import REPO_ROOT
 
@@ -141,4 +142,5 @@ def test_the_ledger_and_the_sweeps_read_committed_results_without_loading_a_back
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
     monkeypatch.setattr(backbones, "load_backbone", lambda *a, **k: pytest.fail("loaded a backbone to read results"))
     ledger = claims_ledger("standard")
-    assert set(ledger["paper"]) == set(PAPERS.values())  # Paper 1's layer-wise and Paper 2's sweep rows included
+    # Paper 1's layer-wise and Paper 2's sweep rows included, and the book's own combinations
+    assert set(ledger["paper"]) == set(PAPERS.values()) | {BOOK}

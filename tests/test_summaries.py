@@ -60,7 +60,8 @@ def test_the_intros_answer_marks_each_headline_statement_from_the_ledgers_verdic
                               "missing results")] == ["✓", "✗", "~", "~", "–", "–", "–"]
     table = pd.DataFrame({"paper": ["P", "P", "P"], "tier": ["headline", "ablation", "headline"],
                           "statement": ["a", "b", "c"], "ours": ["+1.00", "-2.00", ""],
-                          "paper (quoted)": ["Q: +4.50 (X, quoted via two summaries)", "3", "not quoted in the book"],
+                          "paper (quoted)": ["Q: +4.50 (X (arXiv 1), quoted via two summaries)", "3",
+                                             "not quoted in the book"],
                           "verdict": ["supported", "contradicted", "inconclusive"], "pages": ["p1", "p2", "p3"]})
     answer = answer_table(table)
     assert answer["statement"].tolist() == ["a", "c"] and answer[""].tolist() == ["✓", "~"]  # headline only

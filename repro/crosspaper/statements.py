@@ -142,7 +142,8 @@ def answer_table(statements_table: pd.DataFrame, tier: str = "headline") -> pd.D
     the paper's number (quoted, or "-"), the verdict and the pages that test it (from :func:`statements`)."""
     part = statements_table[statements_table["tier"] == tier]
     quoted = part["paper (quoted)"].where(~part["paper (quoted)"].str.startswith("not quoted"), "-")
-    quoted = quoted.str.replace(r" \([^()]*quoted[^()]*\)$", "", regex=True)  # the source is on the ledger
+    inner = r"(?:[^()]|\([^()]*\))*"  # text with at most one level of parentheses inside
+    quoted = quoted.str.replace(rf" \({inner}quoted{inner}\)$", "", regex=True)  # the source is on the ledger
     return pd.DataFrame({"paper": part["paper"], "": part["verdict"].map(mark), "statement": part["statement"],
                          "ours": part["ours"], "paper (quoted)": quoted, "verdict": part["verdict"],
                          "pages": part["pages"]}).reset_index(drop=True)

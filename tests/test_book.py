@@ -119,6 +119,20 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     for page in ("intro", *NOTEBOOKS):  # no stale or dead text on any page
         stale = stale_text(rendered_dom(html / f"{page}.html"))
         assert not stale, (page, stale)
+    # the numbers two pages share come from one function: the intro's counts are the ledger's, and each paper's
+    # summary counts a part of them
+    intro, ledger = glued("intro"), glued("claims_ledger")
+    summaries = [glued("p1_summary"), glued("p2_summary")]
+    for key in ("supported", "contradicted", "tested"):
+        assert intro[f"intro_headline_{key}"] == ledger[f"headline_{key}"], key
+        assert sum(int(g[f"p{i}s_headline_{key}"]) for i, g in enumerate(summaries, 1)) <= int(intro[f"intro_headline_{key}"])
+
+
+def glued(page: str) -> dict[str, str]:
+    """The values a built page glued (myst-nb), by name, as text."""
+    nb = nbformat.read(build.BOOK_DIR / f"{page}.ipynb", as_version=4)
+    return {o["metadata"]["scrapbook"]["name"]: str(next(iter(o["data"].values())))
+            for cell in nb.cells for o in cell.get("outputs", []) if "scrapbook" in o.get("metadata", {})}
 
 
 def stale_text(dom: str) -> list[str]:

@@ -282,3 +282,16 @@ def test_a_page_that_reads_stored_results_imports_no_training_or_evaluation_stac
             + f"\nimport myst_nb.ext.glue, sys; print([m for m in {heavy!r} if sys.modules.get(m)])")
     done = subprocess.run([sys.executable, "-c", code], cwd=build.REPO_ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_a_readers_rerun_with_other_parameters_leaves_the_published_page_alone(tmp_path, monkeypatch):
+    """`repro build --only PAGE -p ...` writes the rerun apart (reruns/) and builds no site; the published page in
+    book/ is untouched. (From committed results: the page reads what is stored.)"""
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(build.REPO_ROOT / "results"))
+    monkeypatch.setattr(build, "RERUNS_DIR", tmp_path / "reruns")
+    monkeypatch.setattr(build, "BOOK_DIR", tmp_path / "book")
+    monkeypatch.setattr(build, "build_site", lambda *a, **k: pytest.fail("a rerun rebuilt the site"))
+    build.main(["--only", "p2_spectrum", "-p", 'backbones=["smollm2-135m"]'])
+    page = nbformat.read(tmp_path / "reruns" / "p2_spectrum.ipynb", as_version=4)
+    assert '"smollm2-135m"' in page.cells[1].source or "smollm2-135m" in str(page.metadata.get("papermill", {}))
+    assert not (tmp_path / "book").exists()

@@ -35,6 +35,7 @@ from repro.store.paths import REPO_ROOT
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
+RERUNS_DIR = REPO_ROOT / "reruns"  # a reader's rerun with other parameters: the published page stays as it is
 CONFIG = REPO_ROOT / "_config.yml"
 
 
@@ -150,7 +151,7 @@ def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lan
 
 
 def execute_at_once(names: list[str], profile: str, overrides: dict | None, jobs: int, compute_pending: bool = False,
-                    recompute: bool = False) -> dict[str, float]:
+                    recompute: bool = False, output_dir: Path = BOOK_DIR) -> dict[str, float]:
     """Execute ``jobs`` pages at once, each in its own process with cpu_count / jobs threads (unless
     OMP_NUM_THREADS is set); the pages that only read what others store (:data:`repro.book.pages.READERS`) after
     all the others. Two pages never compute one result or run twice: the result store and the run store lock
@@ -162,11 +163,12 @@ def execute_at_once(names: list[str], profile: str, overrides: dict | None, jobs
         page_parameters(name, profile, overrides)  # a bad page or parameter fails here, not in a worker
     threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, (os.cpu_count() or 1) // jobs))
     code = ("import json, sys; from repro.book.build import execute; a = json.loads(sys.argv[1]); "
-            "execute(a['name'], a['profile'], a['overrides'], a['recompute'], compute_pending=a['pending'])")
+            "from pathlib import Path; execute(a['name'], a['profile'], a['overrides'], a['recompute'], "
+            "compute_pending=a['pending'], output_dir=Path(a['out']))")
 
     def run(name: str) -> tuple[float, str]:
         args = {"name": name, "profile": profile, "overrides": overrides or {}, "recompute": recompute,
-                "pending": compute_pending}
+                "pending": compute_pending, "out": str(output_dir)}
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], cwd=REPO_ROOT, capture_output=True,
                               text=True, env=os.environ | {"OMP_NUM_THREADS": threads})
@@ -229,14 +231,19 @@ def main(argv=None):
             parser.error("--dry-run resolves the paper profile: use it with --profile paper")
         return print_dry_run(names)
     pending = args.compute_pending or bool(args.only)
+    rerun = bool(args.only and overrides)  # other parameters than the book's: written apart, no site
     try:
-        timings = _execute(names, args, overrides, pending)
+        timings = _execute(names, args, overrides, pending, RERUNS_DIR if rerun else BOOK_DIR)
     except papermill.PapermillExecutionError as error:
         if error.ename not in PAGE_INPUT_ERRORS:  # a bug in a page: its traceback stays
             raise
         raise ValueError(f"{error.ename}: {error.evalue} (the executed page, with its traceback: "
-                         f"{BOOK_DIR.name}/{getattr(error, 'page', 'the page')}.ipynb)") from None
-    if not args.no_site:
+                         f"{(RERUNS_DIR if rerun else BOOK_DIR).name}/{getattr(error, 'page', 'the page')}.ipynb)"
+                         ) from None
+    if rerun:
+        print(f"rerun with {overrides}: {', '.join(str(RERUNS_DIR / f'{n}.ipynb') for n in names)} (the published "
+              "pages and the site are unchanged)")
+    elif not args.no_site:
         html = build_site()
         print(f"site: {html / 'index.html'}")
     print(json.dumps(timings))
@@ -246,16 +253,16 @@ def main(argv=None):
 PAGE_INPUT_ERRORS = ("TypeError", "ValueError", "FileNotFoundError", "KeyError")
 
 
-def _execute(names: list[str], args, overrides: dict, pending: bool) -> dict:
+def _execute(names: list[str], args, overrides: dict, pending: bool, output_dir: Path = BOOK_DIR) -> dict:
     if args.jobs > 1:
         return execute_at_once(names, args.profile, overrides if args.only else {}, args.jobs,
-                               compute_pending=pending, recompute=args.recompute)
+                               compute_pending=pending, recompute=args.recompute, output_dir=output_dir)
     timings = {}
     for name in names:
         start = time.perf_counter()
         try:
             execute_in_lanes(name, args.profile, overrides if args.only else {}, args.lanes,
-                             compute_pending=pending, recompute=args.recompute)
+                             compute_pending=pending, recompute=args.recompute, output_dir=output_dir)
         except papermill.PapermillExecutionError as error:
             error.page = name  # named in the one-line error if the page rejected its input
             raise

@@ -31,11 +31,20 @@ from repro.core.comparison import DISAGREE, claims_table, per_task_scores, with_
 from repro.core.seeds import one_seed, seeded_claims
 from repro.core.stats import UNSETTLED
 from repro.core.suites import suite_caps_text
-from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, adjusted_verdict
+from repro.core.verdicts import INCONCLUSIVE, adjusted_verdict
 from repro.crosspaper.combinations import combination_table
 from repro.crosspaper.combinations import ledger_rows as combination_rows
 from repro.crosspaper.ledger_paper2 import paper2_rows
-from repro.crosspaper.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
+from repro.crosspaper.ledger_schema import (
+    ABLATION,
+    COLUMNS,
+    HEADLINE,
+    NOT_QUOTED,
+    PAPERS,
+    WILCOXON,
+    from_claims,
+    measured_row,
+)
 from repro.pooling_attention.claims import (
     ROBUSTNESS_CLAIMS,
     TABLE_CLAIMS,
@@ -156,16 +165,10 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     m = page_parameters("p3_memory", profile)
     memory = memory_claim(objective_costs(m["batch_sizes"], m["backbone"], m["steps"], m["max_length"],
                                           recompute=recompute))
-    measured = {"holds (measured)": SUPPORTED, "does not hold (measured)": CONTRADICTED}.get(
-        memory["verdict at our scale"], memory["verdict at our scale"])
-    memory_row = pd.DataFrame([{
-        "paper": PAPERS[3], "claim": memory["claim (paper)"], "tier": HEADLINE,
-        "scale": f"{m['backbone']}, batch sizes {memory['batch sizes']}, {m['steps']} steps each",
-        "ours": "", "paper (quoted)": NOT_QUOTED, "test": "measured: alignment's peak memory below InfoNCE's at every "
-                                                       "batch size (one measurement each, no statistical test)",
-        "statistic": "memory ratio " + ", ".join(f"{r:.2f}" for r in memory["memory align / contrastive"]),
-        "expected": "better", "p": float("nan"), "margin side": "", "verdict": measured, "page": "p3_memory",
-        "current": True}], columns=COLUMNS)
+    memory_row = measured_row(
+        3, memory, f"{m['backbone']}, batch sizes {memory['batch sizes']}, {m['steps']} steps each",
+        "measured: alignment's peak memory below InfoNCE's at every batch size (one measurement each, no statistical "
+        "test)", "memory ratio " + ", ".join(f"{r:.2f}" for r in memory["memory align / contrastive"]), "p3_memory")
     converged = paper3_converged_rows(profile)
     tables = one_seed(p3_claims(wide))
     # a statement the budget rule's runs test supersedes the single-run Tables page's rows of it

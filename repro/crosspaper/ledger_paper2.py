@@ -11,8 +11,17 @@ from repro.book.pages import page_parameters
 from repro.core.backbones import LazyBackbone
 from repro.core.comparison import DISAGREE, claims_table
 from repro.core.stats import UNSETTLED
-from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED, adjusted_verdict, statement_verdict
-from repro.crosspaper.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, WILCOXON, from_claims
+from repro.core.verdicts import INCONCLUSIVE, adjusted_verdict, statement_verdict
+from repro.crosspaper.ledger_schema import (
+    ABLATION,
+    COLUMNS,
+    HEADLINE,
+    NOT_QUOTED,
+    PAPERS,
+    WILCOXON,
+    from_claims,
+    measured_row,
+)
 from repro.embedfilter.claims import best_variant_tests, frequency_claims, storage_claim, tests_against
 from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
@@ -149,19 +158,13 @@ def lens_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFram
     cost = page_parameters("p2_dimension_cost", profile)
     widths = sorted({LazyBackbone(b).hidden_size for b in cost["backbones"]})
     claim = storage_claim({w: search_cost(w, cost["ratios"], recompute=recompute) for w in widths})
-    measured = {"holds (measured)": SUPPORTED, "does not hold (measured)": CONTRADICTED}.get(
-        claim["verdict at our scale"], claim["verdict at our scale"])
     speedup = claim[f"search speed-up at ratio {claim['ratios'][-1]}"]
-    storage = pd.DataFrame([{
-        "paper": PAPERS[2], "claim": claim["claim (paper)"], "tier": HEADLINE,
-        "scale": f"widths {claim['widths']}, ratios {claim['ratios']}, seeded random unit vectors",
-        "ours": "", "paper (quoted)": NOT_QUOTED,
-        "test": "measured: the index size falls at every ratio step and exact search at the largest ratio is "
-                "faster than at full width, at every width and corpus size (one median timing per point, no "
-                "statistical test)",
-        "statistic": f"search speed-up at ratio {claim['ratios'][-1]}: " + ", ".join(f"{x:.2f}x" for x in speedup),
-        "expected": "better", "p": float("nan"), "margin side": "", "verdict": measured, "page": "p2_dimension_cost",
-        "current": True, "margin": float("nan")}], columns=COLUMNS)
+    storage = measured_row(
+        2, claim, f"widths {claim['widths']}, ratios {claim['ratios']}, seeded random unit vectors",
+        "measured: the index size falls at every ratio step and exact search at the largest ratio is faster than at "
+        "full width, at every width and corpus size (one median timing per point, no statistical test)",
+        f"search speed-up at ratio {claim['ratios'][-1]}: " + ", ".join(f"{x:.2f}x" for x in speedup),
+        "p2_dimension_cost")
     return pd.concat([rows, storage], ignore_index=True)
 
 

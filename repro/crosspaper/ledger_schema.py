@@ -41,3 +41,16 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         "p": p.astype(float), "margin side": claims.get("margin side", ""),
         "verdict": claims["verdict at our scale"], "page": page, "current": current,
         "margin": claims["margin"] if "margin" in claims else float("nan")})
+
+
+MEASURED = {"holds (measured)": "supported", "does not hold (measured)": "contradicted"}
+
+
+def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str, page: str) -> pd.DataFrame:
+    """One ledger row of a measured claim (a claims module's dict whose "verdict at our scale" is "holds
+    (measured)" or "does not hold (measured)": one measurement per point, no statistical test, so no p)."""
+    verdict = MEASURED.get(claim["verdict at our scale"], claim["verdict at our scale"])
+    return pd.DataFrame([{"paper": PAPERS[paper], "claim": claim["claim (paper)"], "tier": HEADLINE, "scale": scale,
+                          "ours": "", "paper (quoted)": NOT_QUOTED, "test": test, "statistic": statistic,
+                          "expected": "better", "p": float("nan"), "margin side": "", "verdict": verdict,
+                          "page": page, "current": True, "margin": float("nan")}], columns=COLUMNS)

@@ -179,7 +179,7 @@ def test_killed_run_resumes_at_the_first_missing_chunk(tiny, monkeypatch):
 
 
 def test_batches_are_length_sorted_with_little_padding():
-    from repro.core.encode import length_batches
+    from repro.core.inference import length_batches
 
     lengths = [50, 40, 40, 10, 10, 10, 3]
     groups = length_batches(lengths, batch_tokens=100, max_batch=64)

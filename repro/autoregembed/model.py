@@ -14,7 +14,8 @@ from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PR
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
 from repro.core.embedder import Embedder
-from repro.core.encode import EncodeConfig, length_batches
+from repro.core.encode import EncodeConfig
+from repro.core.inference import run_in_order
 from repro.core.prompts import get_prompt
 from repro.core.tokenization import Tokenizer, eos_id, pad_id
 from repro.training.data import pad_right
@@ -150,24 +151,19 @@ def build_autoreg(config, device: str | None = None) -> AutoRegModel:
 def embed_texts(model: AutoRegModel, texts: TextIds, items: list[str], prompt: str = QUERY_PROMPT,
                 instruction: str = NEXT_INSTRUCTION, batch_tokens: int = 4096, max_batch: int = 64,
                 newline: bool = True) -> np.ndarray:
-    """Inference embeddings of ``items`` rendered with ``prompt`` (length-sorted batches, no gradients;
-    ``newline``: the training-time newline before the compression tokens)."""
-    dim = model.backbone.hidden_size
+    """Inference embeddings of ``items`` rendered with ``prompt`` (length-sorted batches, no gradients:
+    :func:`repro.core.inference.run_in_order`; ``newline``: the training-time newline before the compression
+    tokens)."""
     if not items:
-        return np.zeros((0, dim), dtype=np.float32)
+        return np.zeros((0, model.backbone.hidden_size), dtype=np.float32)
     ids = [texts.encoder(t, prompt, instruction, newline) for t in items]
-    order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-    out = np.zeros((len(ids), dim), dtype=np.float32)
-    was = model.training
-    model.eval()
-    with torch.no_grad():
-        for positions in length_batches([len(ids[i]) for i in order], batch_tokens, max_batch):
-            group = [order[p] for p in positions]
-            tensor, mask = texts.pad_batch([ids[i] for i in group])
-            device = model.compression.device
-            out[group] = model.embed(tensor.to(device), mask.to(device)).float().cpu().numpy()
-    model.train(was)
-    return out
+    device = model.compression.device
+
+    def forward(group: list[int]) -> np.ndarray:
+        tensor, mask = texts.pad_batch([ids[i] for i in group])
+        return model.embed(tensor.to(device), mask.to(device)).float().cpu().numpy()
+
+    return run_in_order([len(i) for i in ids], forward, batch_tokens=batch_tokens, max_batch=max_batch, model=model)
 
 
 class AutoRegEmbedder(Embedder):

@@ -23,6 +23,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,8 @@ from tqdm.auto import tqdm
 
 from repro.core.backbones import Backbone
 from repro.core.distributed import barrier, world
-from repro.core.packing import ROW_TOKENS, assign_rows, pack, packed_hidden_states
+from repro.core.inference import run_in_order
+from repro.core.packing import ROW_TOKENS, pack, packed_hidden_states
 from repro.core.prompts import get_prompt
 from repro.core.tokenization import Tokenized, Tokenizer, pad_id
 from repro.store.atomic import write_json, write_npy
@@ -76,21 +78,6 @@ class EncodeConfig:
             raise ValueError(f"max_length must be an integer >= 2, got {self.max_length!r}")
 
 
-def length_batches(lengths: Sequence[int], batch_tokens: int, max_batch: int) -> list[list[int]]:
-    """Consecutive index groups (input already sorted by length, longest first)."""
-    groups, current, longest = [], [], 0
-    for i, n in enumerate(lengths):
-        longest_if_added = max(longest, n)
-        if current and (longest_if_added * (len(current) + 1) > batch_tokens or len(current) >= max_batch):
-            groups.append(current)
-            current, longest_if_added = [], n
-        current.append(i)
-        longest = longest_if_added
-    if current:
-        groups.append(current)
-    return groups
-
-
 def _span_means(flat: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
     """[L, n, d]: the mean of ``flat`` ([L, positions, d]) over each item's positions ``starts[i]:ends[i]``, by a
     segment sum (index_add over the positions inside the spans: L x positions x d, not a dense averaging matmul)."""
@@ -104,75 +91,72 @@ def _span_means(flat: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor) ->
     return sums / counts[None, :, None].to(flat.dtype)
 
 
-def _pool_into(out: dict[str, np.ndarray], config: EncodeConfig, flat: torch.Tensor, index: list[int],
-               starts: torch.Tensor, ends: torch.Tensor) -> None:
-    """Write the pooled states of ``index`` (items) into ``out``: ``flat`` is [L, positions, d]; an item's
-    mean-pooling span is ``starts:ends`` and its last state is at ``ends - 1``."""
+def _pooled(config: EncodeConfig, flat: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor
+            ) -> dict[str, np.ndarray]:
+    """The pooled states ``{pooling: [L, n, d]}`` of n items: ``flat`` is [L, positions, d]; an item's mean-pooling
+    span is ``starts:ends`` and its last state is at ``ends - 1``."""
+    out = {}
     if "last" in config.poolings:
-        out["last"][:, index] = flat[:, ends - 1].cpu().numpy()
+        out["last"] = flat[:, ends - 1].cpu().numpy()
     if "mean" in config.poolings:
-        out["mean"][:, index] = _span_means(flat, starts, ends).cpu().numpy()
+        out["mean"] = _span_means(flat, starts, ends).cpu().numpy()
+    return out
 
 
-def _padded(backbone: Backbone, items: list[Tokenized], index: list[int], config: EncodeConfig, layers: list[int],
-            out: dict[str, np.ndarray], batch_tokens: int, max_batch: int, progress: tqdm | None) -> None:
-    """The padded path: items (sorted longest first) in batches of similar length, right-padded."""
+def _padded(backbone: Backbone, items: list[Tokenized], config: EncodeConfig, layers: list[int],
+            group: list[int]) -> dict[str, np.ndarray]:
+    """The padded forward of ``group``: its items right-padded to the longest."""
     device = next(backbone.model.parameters()).device
     pad = pad_id(backbone.tokenizer)
-    for batch in length_batches([len(items[i].ids) for i in index], batch_tokens, max_batch):
-        group = [index[b] for b in batch]
-        width = max(len(items[i].ids) for i in group)
-        ids = torch.full((len(group), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(group), width), dtype=torch.long)
-        for row, i in enumerate(group):
-            ids[row, :len(items[i].ids)] = torch.tensor(items[i].ids)
-            mask[row, :len(items[i].ids)] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        hidden = backbone.hidden_states(ids, mask)
-        flat = torch.stack([hidden[layer] for layer in layers]).float().flatten(1, 2)  # [L, B * T, d]
-        begin = torch.arange(len(group), device=device) * width
-        starts = begin + torch.tensor([items[i].mean_start for i in group], device=device)
-        _pool_into(out, config, flat, group, starts, begin + mask.sum(1))
-        if progress is not None:
-            progress.update(int(mask.sum()))
+    width = max(len(items[i].ids) for i in group)
+    ids = torch.full((len(group), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(group), width), dtype=torch.long)
+    for row, i in enumerate(group):
+        ids[row, :len(items[i].ids)] = torch.tensor(items[i].ids)
+        mask[row, :len(items[i].ids)] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    hidden = backbone.hidden_states(ids, mask)
+    flat = torch.stack([hidden[layer] for layer in layers]).float().flatten(1, 2)  # [L, B * T, d]
+    begin = torch.arange(len(group), device=device) * width
+    starts = begin + torch.tensor([items[i].mean_start for i in group], device=device)
+    return _pooled(config, flat, starts, begin + mask.sum(1))
 
 
-def _packed(backbone: Backbone, items: list[Tokenized], index: list[int], config: EncodeConfig, layers: list[int],
-            out: dict[str, np.ndarray], batch_tokens: int, row_tokens: int, progress: tqdm | None) -> None:
-    """The padding-free path (:mod:`repro.core.packing`): items of at most ``row_tokens`` tokens side by side in
-    rows, positions restarted, a block-diagonal mask; ``batch_tokens // row_tokens`` rows per decoder forward."""
+def _packed(backbone: Backbone, items: list[Tokenized], config: EncodeConfig, layers: list[int], row_tokens: int,
+            group: list[int]) -> dict[str, np.ndarray]:
+    """The padding-free forward of ``group`` (:mod:`repro.core.packing`): items of at most ``row_tokens`` tokens side
+    by side in rows, positions restarted, a block-diagonal mask."""
     device = next(backbone.model.parameters()).device
-    pad = pad_id(backbone.tokenizer)
-    causal = backbone.attention == "causal"
-    layout = assign_rows([len(items[i].ids) for i in index], row_tokens)
-    per_forward = max(1, batch_tokens // row_tokens)
-    for first in range(0, len(layout), per_forward):
-        group = [index[j] for row in layout[first:first + per_forward] for j in row]
-        packed = pack([items[i].ids for i in group], pad, causal, row_tokens).to(device)
-        hidden = packed_hidden_states(backbone, packed)
-        flat = torch.stack([hidden[layer] for layer in layers]).float().flatten(1, 2)  # [L, rows * width, d]
-        begin = packed.row * packed.ids.shape[1] + packed.start
-        starts = begin + torch.tensor([items[i].mean_start for i in group], device=device)
-        _pool_into(out, config, flat, group, starts, begin + packed.length)
-        if progress is not None:
-            progress.update(packed.tokens)
+    packed = pack([items[i].ids for i in group], pad_id(backbone.tokenizer), backbone.attention == "causal",
+                  row_tokens).to(device)
+    hidden = packed_hidden_states(backbone, packed)
+    flat = torch.stack([hidden[layer] for layer in layers]).float().flatten(1, 2)  # [L, rows * width, d]
+    begin = packed.row * packed.ids.shape[1] + packed.start
+    starts = begin + torch.tensor([items[i].mean_start for i in group], device=device)
+    return _pooled(config, flat, starts, begin + packed.length)
 
 
-@torch.inference_mode()
 def _forward_pooled(backbone: Backbone, items: list[Tokenized], config: EncodeConfig, layers: list[int],
                     batch_tokens: int, max_batch: int, progress: tqdm | None,
                     row_tokens: int | None = ROW_TOKENS) -> dict[str, np.ndarray]:
-    """Every layer's pooled states of ``items``, ONE decoder forward per batch: items of at most ``row_tokens``
-    tokens packed padding-free (:func:`_packed`), longer ones (or all, with ``row_tokens=None``) padded in batches
-    of similar length (:func:`_padded`). Both give the same states within float rounding (tested)."""
+    """Every layer's pooled states of ``items``, ONE decoder forward per batch (:func:`repro.core.inference.run_in_order`):
+    items of at most ``row_tokens`` tokens packed padding-free (:func:`_packed`, ``batch_tokens // row_tokens`` rows
+    per forward), longer ones (or all, with ``row_tokens=None``) padded in batches of similar length
+    (:func:`_padded`). Both give the same states within float rounding (tested)."""
     d = backbone.hidden_size
     out = {p: np.zeros((len(layers), len(items), d), dtype=np.float32) for p in config.poolings}
     short = [i for i, t in enumerate(items) if row_tokens is not None and len(t.ids) <= row_tokens]
     long = [i for i, t in enumerate(items) if row_tokens is None or len(t.ids) > row_tokens]
-    if long:
-        _padded(backbone, items, long, config, layers, out, batch_tokens, max_batch, progress)
-    if short:
-        _packed(backbone, items, short, config, layers, out, batch_tokens, row_tokens, progress)
+    for subset, grouping in ((long, "padded"), (short, "rows")):
+        if not subset:
+            continue
+        mine = [items[i] for i in subset]
+        forward = (partial(_padded, backbone, mine, config, layers) if grouping == "padded"
+                   else partial(_packed, backbone, mine, config, layers, row_tokens))
+        pooled = run_in_order([len(t.ids) for t in mine], forward, grouping=grouping, batch_tokens=batch_tokens,
+                              max_batch=max_batch, row_tokens=row_tokens or ROW_TOKENS, axis=1, progress=progress)
+        for p, array in pooled.items():
+            out[p][:, subset] = array
     return out
 
 

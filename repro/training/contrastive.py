@@ -35,7 +35,8 @@ from torch import nn
 
 from repro.core.backbones import load_backbone
 from repro.core.embedder import Embedder
-from repro.core.encode import EncodeConfig, Tokenizer, length_batches, pad_id
+from repro.core.encode import EncodeConfig, Tokenizer, pad_id
+from repro.core.inference import run_in_order
 from repro.core.prompts import get_prompt
 from repro.store.atomic import write_json
 from repro.store.identity import config_identity
@@ -155,38 +156,25 @@ class Collator:
 
 def embed_texts(model: EmbeddingModel, collate: Collator, texts: list[str], batch_tokens: int = 4096,
                 max_batch: int = 64, packing: bool = False) -> np.ndarray:
-    """Embeddings of texts with a (trained) model, no gradients, length-sorted batches (``packing``: each batch
-    packed padding-free, :mod:`repro.training.packing`; the same embeddings within float tolerance)."""
+    """Embeddings of texts with a (trained) model, no gradients, length-sorted batches
+    (:func:`repro.core.inference.run_in_order`; ``packing``: each batch packed padding-free,
+    :mod:`repro.training.packing`; the same embeddings within float tolerance)."""
     if not texts:
         return np.zeros((0, model.backbone.hidden_size), dtype=np.float32)
     ids = [collate.tokenize(t).ids for t in texts]
-    lengths = [len(i) for i in ids]
-    order = sorted(range(len(texts)), key=lambda i: -lengths[i])
-    out = np.zeros((len(texts), model.backbone.hidden_size), dtype=np.float32)
     device = next(model.parameters()).device
     causal = model.spec.attention == "causal"
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        if packing:
-            groups, current, used = [], [], 0
-            for i in order:  # consecutive groups of at most batch_tokens real tokens
-                if current and used + lengths[i] > batch_tokens:
-                    groups.append(current)
-                    current, used = [], 0
-                current.append(i)
-                used += lengths[i]
-            groups.append(current)
-            for group in groups:
-                packed = pack([ids[i] for i in group], collate.pad, causal, max(ROW_TOKENS, lengths[group[0]]))
-                out[group] = model(packed=packed.to(device)).float().cpu().numpy()
-        else:
-            for positions in length_batches([lengths[i] for i in order], batch_tokens, max_batch):
-                group = [order[p] for p in positions]
-                batch_ids, mask = pad_right([ids[i] for i in group], collate.pad)
-                out[group] = model(batch_ids.to(device), mask.to(device)).float().cpu().numpy()
-    model.train(was_training)
-    return out
+
+    def forward(group: list[int]) -> np.ndarray:
+        if packing:  # the group's first item is its longest
+            packed = pack([ids[i] for i in group], collate.pad, causal, max(ROW_TOKENS, len(ids[group[0]])))
+            return model(packed=packed.to(device)).float().cpu().numpy()
+        batch_ids, mask = pad_right([ids[i] for i in group], collate.pad)
+        return model(batch_ids.to(device), mask.to(device)).float().cpu().numpy()
+
+    return run_in_order([len(i) for i in ids], forward, grouping="tokens" if packing else "padded",
+                        batch_tokens=batch_tokens, max_batch=max_batch, model=model)
+
 
 def train(config: TrainConfig, output: str | Path, dump_grads: str | Path | None = None, progress: bool = True) -> dict:
     """Train (or resume) one model; returns the run summary (also written to ``output/summary.json``)."""

@@ -290,20 +290,23 @@ def test_objective_cost_measures_both_objectives_in_fresh_processes(tiny_dir):
 def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
     from repro.autoregembed.experiments.configs import page_configs
     from repro.autoregembed.experiments.provenance import describe_scale
+    from repro.book.notebook import check_page
 
     good = dict(profile="smoke", backbone="smollm2-135m", suite="smoke", tasks=None, finetune="full",
                 compress_steps=3, compress_max_length=64, compress_lr=5e-4, compress_data="instruction", align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
                 train_examples=8, validation_examples=4, validation_sts_pairs=8, validation_triplets=8, seed=1,
-                recompute=False)
-    compress, base = page_configs(**good)
+                methods=None, recompute=False)
+    compress, base = page_configs(**check_page(good, "p3_tables"))
     assert (compress.steps, compress.max_length, base.steps, base.train_examples, base.seed) == (3, 64, 2, 8, 1)
     assert base.compress == compress
     line = describe_scale(base, "smoke")
     assert "Stage 1: 3 steps x 2" in line and "Stage 2: 2 steps x 2" in line and "'smoke' suite" in line
     for bad in (dict(align_lr="fast"), dict(batch_size=2.5), dict(tasks="STS12"), dict(compress_data=1)):
         with pytest.raises(TypeError, match="must be"):
-            page_configs(**(good | bad))
-    with pytest.raises(TypeError, match="missing page parameters: seed"):
+            check_page(good | bad, "p3_tables")
+    with pytest.raises(TypeError, match="lacks its parameter.*seed"):
+        check_page({k: v for k, v in good.items() if k != "seed"}, "p3_tables")
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'seed'"):
         page_configs(**{k: v for k, v in good.items() if k != "seed"})
 
 
@@ -351,7 +354,7 @@ def test_stage1_data_profile_counts_the_examples_stage_1_draws(smollm2):
 
 
 def test_page_parameter_checks_name_every_allowed_type_and_refuse_bools_for_numbers():
-    from repro.book.notebook import check_params
+    from repro.core.params import check_params
 
     check_params(temperatures=([0.05, 1], (list, (int, float))), epochs=(1.0, (int, float)))
     with pytest.raises(TypeError, match="list of int or float"):

@@ -58,6 +58,36 @@ def test_every_notebook_has_a_tagged_parameters_cell_and_no_outputs():
             assert f"{key} =" in tagged[0].source, (name, key)
 
 
+def test_every_page_parameter_has_one_type_and_every_profile_passes_it():
+    from repro.book.notebook import check_page
+    from repro.book.pages import PARAMETER_TYPES
+
+    for name, profiles in NOTEBOOKS.items():
+        for profile, params in profiles.items():
+            assert set(params) <= set(PARAMETER_TYPES), (name, set(params) - set(PARAMETER_TYPES))
+            # the notebook's namespace: its parameters cell (the standard profile) with the profile's values injected
+            namespace = profiles["standard"] | params | {"recompute": False}
+            assert check_page(namespace, name) == namespace, (name, profile)
+
+
+def test_check_page_gives_one_clear_error_per_bad_or_missing_parameter():
+    from repro.book.notebook import check_page
+
+    good = NOTEBOOKS["p1_converged"]["standard"] | {"recompute": False}
+    for bad, message in ((dict(models=[1, "2"]), "'models' must be a list of int"),
+                         (dict(seeds=[0, True]), "'seeds' must be a list of int"),
+                         (dict(backbone_seeds=[0]), "'backbone_seeds' must be dict"),
+                         (dict(recompute="yes"), "'recompute' must be bool"),
+                         (dict(suite=None), "'suite' must be str")):
+        with pytest.raises(TypeError, match=message):
+            check_page(good | bad, "p1_converged")
+    with pytest.raises(TypeError, match="lacks its parameter\\(s\\) suite"):
+        check_page({k: v for k, v in good.items() if k != "suite"}, "p1_converged")
+    with pytest.raises(ValueError, match="unknown page 'p9'"):
+        check_page(good, "p9")
+    assert check_page(NOTEBOOKS["p3_tables"]["standard"], "p3_tables")["tasks"] is None  # tasks may be None
+
+
 @pytest.mark.integration
 def test_page_parameters_are_the_build_parameters_with_checked_overrides():
     assert page_parameters("p3_tables", "smoke") == NOTEBOOKS["p3_tables"]["smoke"]

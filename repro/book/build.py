@@ -249,7 +249,7 @@ def main(argv=None):
     print(json.dumps(timings))
 
 
-# what a page raises for a bad parameter (its check_params, an unknown task or backbone): one line at the command line
+# what a page raises for a bad parameter (its check_page, an unknown task or backbone): one line at the command line
 PAGE_INPUT_ERRORS = ("TypeError", "ValueError", "FileNotFoundError", "KeyError")
 
 

@@ -11,8 +11,24 @@ import warnings
 
 import matplotlib as mpl
 
-from repro.core.params import check_params, list_hint  # noqa: F401 (the notebooks import them from here)
+from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
+from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
 from repro.store.paths import offline
+
+
+def check_page(namespace: dict, name: str) -> dict:
+    """Check page ``name``'s parameters as they stand in the notebook's ``namespace`` (``globals()``, after
+    papermill's injected cell) against :data:`repro.book.pages.PARAMETER_TYPES`: one clear TypeError per bad value
+    or missing parameter. The page's parameter names are those of its profiles in :mod:`repro.book.pages`, plus
+    ``recompute`` where the page has it. Returns the checked parameters ``{name: value}``."""
+    if name not in NOTEBOOKS:
+        raise ValueError(f"unknown page '{name}'; valid: {', '.join(NOTEBOOKS)}")
+    names = list(NOTEBOOKS[name]["standard"]) + (["recompute"] if "recompute" in namespace else [])
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        raise TypeError(f"page '{name}' lacks its parameter(s) {', '.join(missing)}: run its parameters cell first")
+    check_params(**{n: (namespace[n], *PARAMETER_TYPES[n]) for n in names})
+    return {n: namespace[n] for n in names}
 
 
 def quiet() -> None:

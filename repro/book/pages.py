@@ -28,6 +28,18 @@ P1_ROBUSTNESS_TASKS = ["STSBenchmark", "SICK-R", "BIOSSES", "STS12", "STS13", "S
                        "TweetSentimentExtractionClassification", "TwentyNewsgroupsClustering", "TwitterURLCorpus",
                        "SciFact", "NFCorpusPreprocessed"]
 
+# Paper 3's stage parameters (repro.autoregembed.experiments.configs.page_configs), shared by its training pages
+P3_STAGES = {
+    "smoke": {"backbone": "smollm2-135m", "finetune": "full", "compress_steps": 1, "compress_max_length": 64,
+              "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06,
+              "warmup_steps": 0, "batch_size": 2, "train_examples": 8, "validation_examples": 4,
+              "validation_sts_pairs": 8, "validation_triplets": 8, "seed": 0},
+    "standard": {"backbone": "smollm2-135m", "finetune": "full", "compress_steps": 300, "compress_max_length": 160,
+                 "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 150, "align_lr": 5e-06,
+                 "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64,
+                 "validation_sts_pairs": 300, "validation_triplets": 300, "seed": 0},
+}
+
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
 NOTEBOOKS: dict[str, dict[str, dict]] = {
     "intro": {  # the answer: every headline statement's verdict, from the claims ledger
@@ -133,27 +145,19 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "standard": {"profile": "standard"},
     },
     "p3_tables": {
-        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
-                  "compress_steps": 1, "compress_max_length": 64, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06, "warmup_steps": 0, "batch_size": 2,
-                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
-                  "seed": 0, "tasks": ["STSBenchmark"],
+        "smoke": {"profile": "smoke", "suite": "smoke", **P3_STAGES["smoke"],
+                  "tasks": ["STSBenchmark"],
                   "methods": ["last token", "PromptEOL", "last token, in-batch", "compression only", "AutoRegEmbed"]},
-        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "compact", "finetune": "full",
-                     "compress_steps": 300, "compress_max_length": 160, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 150, "align_lr": 5e-06,
-                     "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
-                     "validation_triplets": 300, "seed": 0, "tasks": None, "methods": None},
+        "standard": {"profile": "standard", "suite": "compact", **P3_STAGES["standard"],
+                     "tasks": None, "methods": None},
     },
     "p3_data_efficiency": {
-        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
-                  "compress_steps": 1, "compress_max_length": 64, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06, "warmup_steps": 0, "batch_size": 2,
-                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
-                  "seed": 0, "tasks": ["STSBenchmark"], "sizes": [4, 8], "seeds": [0],
+        "smoke": {"profile": "smoke", "suite": "smoke", **P3_STAGES["smoke"],
+                  "tasks": ["STSBenchmark"], "sizes": [4, 8], "seeds": [0],
                   "epochs": 0.25, "methods": ["AutoRegEmbed", "last token, in-batch"],
                   "references": ["compression only", "PromptEOL"]},
-        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "small", "finetune": "full",
-                     "compress_steps": 300, "compress_max_length": 160, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 150, "align_lr": 5e-06,
-                     "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
-                     "validation_triplets": 300, "seed": 0, "tasks": None, "sizes": [64, 128, 256, 512, 1024],
+        "standard": {"profile": "standard", "suite": "small", **P3_STAGES["standard"],
+                     "tasks": None, "sizes": [64, 128, 256, 512, 1024],
                      "seeds": [0, 1], "epochs": 1.0,
                      # the two in-batch baselines (the paper's strongest early risers); the hard-negative ones
                      # are parameters (-p methods=...) left out of the book's budget
@@ -161,15 +165,11 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
                      "references": ["compression only", "PromptEOL"]},
     },
     "p3_ablations": {
-        "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "suite": "smoke", "finetune": "full",
-                  "compress_steps": 1, "compress_max_length": 64, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06, "warmup_steps": 0, "batch_size": 2,
-                  "train_examples": 8, "validation_examples": 4, "validation_sts_pairs": 8, "validation_triplets": 8,
-                  "seed": 0, "tasks": ["STSBenchmark"],
+        "smoke": {"profile": "smoke", "suite": "smoke", **P3_STAGES["smoke"],
+                  "tasks": ["STSBenchmark"],
                   "variants": ["full", "js"], "temperatures": [0.05], "betas": [0.1]},
-        "standard": {"profile": "standard", "backbone": "smollm2-135m", "suite": "small", "finetune": "full",
-                     "compress_steps": 300, "compress_max_length": 160, "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 75, "align_lr": 5e-06,
-                     "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64, "validation_sts_pairs": 300,
-                     "validation_triplets": 300, "seed": 0, "tasks": None,
+        "standard": {"profile": "standard", "suite": "small", **P3_STAGES["standard"],
+                     "align_steps": 75, "tasks": None,
                      # ids of repro.autoregembed.experiments.ablations.VARIANTS (tables show their labels)
                      "variants": ["full", "no-compression", "logsigmoid", "kl", "js", "tanh", "reference-code",
                                   "strategy1", "strategy2", "strategy3", "strategy4"],
@@ -202,6 +202,31 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     },
 }
 PROFILES = ("smoke", "standard", "paper")
+
+# Every page parameter's type, once (a name means the same on every page): (type, may be None); ``(list, T)`` is a
+# list of T. repro.book.notebook.check_page checks a page's parameters against it
+PARAMETER_TYPES: dict[str, tuple] = {
+    "profile": (str, False), "recompute": (bool, False), "simulations": (int, False),
+    "backbone": (str, False), "backbones": ((list, str), False), "reference_backbone": (str, False),
+    "prompt": (str, False), "prompts": ((list, str), False), "skip_runs": ((list, str), False),
+    "suite": (str, False), "budget_suite": (str, False), "tasks": ((list, str), True),
+    "earlier_tasks": ((list, str), False), "tokenization": (str, False), "earlier_tokenization": (str, False),
+    "ratios": ((list, int), False), "n_sentences": (int, False), "n_resamples": (int, False),
+    "n_reference": (int, False), "layer_step": (int, False),
+    "model": (int, False), "models": ((list, int), False), "seed": (int, False), "seeds": ((list, int), False),
+    "steps": (int, False), "reference_steps": (int, False), "batch_size": (int, False),
+    "batch_sizes": ((list, int), False), "accumulation": (int, False), "max_length": (int, False),
+    "validation_sts_pairs": (int, False), "validation_triplets": (int, False),
+    "backbone_models": (dict, False), "backbone_seeds": (dict, False), "backbone_tasks": (dict, False),
+    "table5_backbones": ((list, str), False), "curve_pairs": ((list, list), False),
+    "finetune": (str, False), "compress_steps": (int, False), "compress_max_length": (int, False),
+    "compress_lr": (float, False), "compress_data": (str, False), "align_steps": (int, False),
+    "align_lr": (float, False), "warmup_steps": (int, False), "train_examples": (int, False),
+    "validation_examples": (int, False), "methods": ((list, str), True), "references": ((list, str), False),
+    "sizes": ((list, int), False), "epochs": ((int, float), False), "variants": ((list, str), False),
+    "temperatures": ((list, (int, float)), False), "betas": ((list, (int, float)), False),
+    **{page: (dict, True) for page in ("tables", "data_efficiency", "ablations", "memory", "converged")},
+}
 # Pages that only read what the other pages store (a build running pages at once runs these after the others)
 READERS = ("leaderboard", "claims_ledger", "intro", "p1_summary", "p2_summary", "p3_converged", "p3_summary",
            "book_cost")

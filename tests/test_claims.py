@@ -494,11 +494,11 @@ def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
-    scores, methods = leaderboard.leaderboard_scores()
-    assert scores.empty and "Paper 1 model 1 (converged, 0 seeds)" in methods
+    scores, rows = leaderboard.leaderboard_scores()
+    assert scores.empty and rows.at["p1-model1", "label"] == "Paper 1 model 1 (converged, 0 seeds)"
     assert leaderboard.ranked(scores).empty and leaderboard_costs.training_hours().empty
     assert leaderboard_costs.dimensions(scores).empty
-    assert len(leaderboard.missing_rows(scores, methods)) == len(methods)
+    assert len(leaderboard.missing_rows(scores, rows)) == len(rows)
     costs = cost.stored_costs()
     assert costs.empty and cost.per_experiment(costs).empty and cost.per_run(costs).empty
     cost.per_page(costs), cost.machines(costs)
@@ -514,11 +514,12 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
 
     base = p3.base_config("smollm2-135m")
     fixed = leaderboard.tables_labels("smollm2-135m")
-    assert fixed["AutoRegEmbed"].startswith("AutoRegEmbed (Paper 3) at the Tables 1-2 configuration (150 stage-2")
+    assert fixed["p3-align"].startswith("AutoRegEmbed (Paper 3) at the Tables 1-2 configuration (150 stage-2")
     autoreg = replace(base, lr=2e-6)
     baseline = replace(contrastive_config("last token, in-batch + hard negative", base, lr=2e-4), temperature=0.02)
-    earlier = {label: pd.DataFrame({"method": label, "task": list(TASKS), "category": "STS", "score": 1.0})
-               for label in [*fixed.values(), *[leaderboard.baseline_label(n) for n in leaderboard.CONTRASTIVE]]}
+    earlier = {key: (leaderboard.Row(key, key, "3"),
+                     pd.DataFrame({"method": key, "task": list(TASKS), "category": "STS", "score": 1.0}))
+               for key in [*fixed, *[leaderboard.baseline_id(n) for n in leaderboard.CONTRASTIVE]]}
     monkeypatch.setattr(leaderboard, "_paper3_tables", lambda backbone: earlier)
     assert leaderboard._paper3("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
@@ -528,69 +529,77 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
             for seed in seeds for t in TASKS]
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
     rows_now = leaderboard._paper3("smollm2-135m")
-    labels = sorted(rows_now)
-    assert labels == sorted([
-        "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, logprob, 3 seeds",
-        "compression only (Paper 3) under the budget rule (the stage 1 of its seeds)",
-        "last token, in-batch + hard negative (Paper 3 baseline) under the budget rule, lr 0.0002, tau 0.02, 2 seeds"])
-    means = {label: frame["score"].mean() for label, frame in rows_now.items()}
-    assert means[labels[0]] == pytest.approx(51.0) and means[labels[-1]] == pytest.approx(60.5)  # seed-averaged
-    # the encode-rate prefixes and the missing-row commands still find these rows
-    assert all(any(label.startswith(prefix) for prefix in encode_rates.LABELS.values()) for label in labels)
-    missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), labels)
+    assert sorted(rows_now) == ["p3-align@budget", "p3-baseline@budget", "p3-compress@budget"]
+    assert {key: row.label for key, (row, _) in rows_now.items()} == {
+        "p3-align@budget": "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, logprob, 3 seeds",
+        "p3-compress@budget": "compression only (Paper 3) under the budget rule (the stage 1 of its seeds)",
+        "p3-baseline@budget": "last token, in-batch + hard negative (Paper 3 baseline) under the budget rule, "
+                              "lr 0.0002, tau 0.02, 2 seeds"}
+    means = {key: frame["score"].mean() for key, (_, frame) in rows_now.items()}
+    assert means["p3-align@budget"] == pytest.approx(51.0) and means["p3-baseline@budget"] == pytest.approx(60.5)
+    # each row names the encode rate that times it, and the command that computes a missing task
+    assert {key: row.rate for key, (row, _) in rows_now.items()} == {
+        "p3-align@budget": "p3-align", "p3-compress@budget": "p3-compress",
+        "p3-baseline@budget": "p3-last token, in-batch + hard negative"}
+    assert all(row.rate in encode_rates.LABELS for row, _ in rows_now.values())
+    table = leaderboard.row_table({key: row for key, (row, _) in rows_now.items()})
+    missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), table)
     assert missing["computed by"].str.startswith("scripts/p3_converged.sh").all()
     # AutoRegEmbed stored without its compression only (e.g. a stage 1 retrained since): that row stays as it was
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] != p3.COMPRESSION]), {}))
-    assert fixed["compression only"] in leaderboard._paper3("smollm2-135m")
-    # a LoRA selection is named apart: no encode rate of the fully fine-tuned encoder is read for it
+    assert "p3-compress" in leaderboard._paper3("smollm2-135m")
+    # a LoRA selection is named apart, and no encode rate of the fully fine-tuned encoder is read for it
     lora_run = replace(autoreg, finetune="lora", compress=replace(autoreg.compress, finetune="lora"))
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: lora_run,
                                                            p3.BASELINE: baseline})
-    lora = leaderboard.paper3_budget_labels("smollm2-135m", {p3.AUTOREG: 3})
-    assert lora[p3.AUTOREG].startswith("AutoRegEmbed, LoRA (Paper 3) under the budget rule")
-    assert not any(lora[m].startswith(prefix) for m in (p3.AUTOREG, p3.COMPRESSION)
-                   for prefix in encode_rates.LABELS.values())
+    lora = leaderboard.paper3_budget_rows("smollm2-135m", {p3.AUTOREG: 3})
+    assert lora[p3.AUTOREG].label.startswith("AutoRegEmbed, LoRA (Paper 3) under the budget rule")
+    assert lora[p3.AUTOREG].rate is None and lora[p3.COMPRESSION].rate is None
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
     # only the baseline stored: AutoRegEmbed and compression only stay the Tables 1-2 rows
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] == p3.BASELINE]), {}))
     kept = leaderboard._paper3("smollm2-135m")
-    assert set(fixed.values()) <= set(kept)
-    assert not any(label in kept for label in earlier if "baseline" in label) and len(kept) == 3
+    assert set(fixed) <= set(kept)
+    assert not any(key in kept for key in earlier if key not in fixed) and len(kept) == 3
     # their training hours: mean wall hours over the seeds behind the row's scores (a run whose scores are not
-    # all stored is left out; no stage-1 record is stored here, so nothing is added for it), under the row's label
+    # all stored is left out; no stage-1 record is stored here, so nothing is added for it), under the row's id
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
     runs = pd.DataFrame({"method": [p3.AUTOREG, p3.AUTOREG, p3.BASELINE, p3.BASELINE], "seed": [0, 1, 0, 2],
                          "wall hours (run: steps + dev evaluations)": [1.0, 2.0, 0.5, 9.0]})
     monkeypatch.setattr(p3, "run_table", lambda b, seeds=p3.SEEDS: runs)
     hours = leaderboard_costs.paper3_budget_hours("smollm2-135m")
-    assert hours == {labels[0]: 1.5, labels[-1]: 0.5}
+    assert hours == {"p3-align@budget": 1.5, "p3-baseline@budget": 0.5}
 
 
 def test_leaderboard_cost_columns_and_missing_commands():
     from repro.crosspaper import leaderboard, leaderboard_costs
+    from repro.crosspaper.leaderboard import Row
 
-    hours = pd.Series({"Paper 1 model 1 (converged, 3 seeds)": 0.8})
-    labels = ["PromptEOL + EmbedFilter edge/2", "Paper 1 model 1 (converged, 3 seeds)", "all-MiniLM-L6-v2 (reference)",
-              "Paper 1 model 4 (converged, 1 seed)"]
-    column = leaderboard_costs.hours_column(labels, hours)
+    hours = pd.Series({"p1-model1": 0.8, "Paper 1 model 4 (converged, 1 seed)": 9.0})  # a label is no key
+    rows = leaderboard.row_table({
+        "prompteol+edge/2": Row("PromptEOL + EmbedFilter edge/2", "PromptEOL + EF", "2", training_free=True),
+        "p1-model1": Row("Paper 1 model 1 (converged, 3 seeds)", "P1 model 1", "1"),
+        "minilm": Row("all-MiniLM-L6-v2 (reference)", "MiniLM (reference)", "reference"),
+        "p1-model4": Row("Paper 1 model 4 (converged, 1 seed)", "P1 model 4", "1")})
+    column = leaderboard_costs.hours_column(rows.index, hours, rows)
     assert column.iloc[0] == 0.0 and column.iloc[1] == 0.8  # training-free 0, trained from its record
     assert column.iloc[2:].isna().all()  # the reference (trained elsewhere) and a trained row without a record
-    assert [leaderboard.short_label(label) for label in labels] == ["PromptEOL + EF", "P1 model 1",
-                                                                     "MiniLM (reference)", "P1 model 4"]
-    missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
-                                       ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"])
-    assert list(missing["computed by"]) == ["scripts/p1_converged.sh 2:0 2:1 2:2 2:3 2:4",
-                                            "python -m repro.autoregembed.experiments.cli --stage align --suite compact"]
+    p1 = leaderboard.row_table({"p1-model2": Row("Paper 1 model 2 (converged, 0 seeds)", "P1 model 2", "1"),
+                                "p3-align": Row("AutoRegEmbed (Paper 3) x", "AutoRegEmbed", "3", "the stage-2 command")})
+    missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), p1)
+    assert list(missing["computed by"]) == ["scripts/p1_converged.sh 2:0 2:1 2:2 2:3 2:4", "the stage-2 command"]
+    assert list(missing["method"]) == list(p1["label"])  # the page shows labels
     assert "estimated hours" not in missing  # no measured run cost given: no estimate
-    costed = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
-                                      ["Paper 1 model 2 (converged, 0 seeds)", "AutoRegEmbed (Paper 3) x"], 1.5)
+    costed = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), p1, 1.5)
     assert costed["estimated hours"].iloc[0] == 7.5 and np.isnan(costed["estimated hours"].iloc[1])  # 5 runs x 1.5 h
-    full = pd.DataFrame([{"method": "Paper 1 model 2 (converged, 3 seeds)", "task": t, "category": "STS",
-                          "score": 1.0} for t in leaderboard.TASKS])
-    nothing = leaderboard.missing_rows(full, ["Paper 1 model 2 (converged, 3 seeds)"], 1.5)
+    full = pd.DataFrame([{"method": "p1-model2", "task": t, "category": "STS", "score": 1.0}
+                         for t in leaderboard.TASKS])
+    nothing = leaderboard.missing_rows(full, p1.loc[["p1-model2"]], 1.5)
     assert nothing.empty and "method" in nothing and "estimated hours" in nothing  # the page can index it
+    view = leaderboard.compact_view(pd.DataFrame({"mean": [1.0], "rank": [1]}, index=["p1-model1"]), rows)
+    assert view.loc[1, "method"] == "Paper 1 model 1 (converged, 3 seeds)"
 
 
 def test_paper1_run_hours_adds_scoring_to_the_run(tmp_path, monkeypatch):
@@ -620,7 +629,7 @@ def test_paper1_training_hours_count_only_the_scored_seeds(tmp_path, monkeypatch
     monkeypatch.setattr(costs, "converged_scores", lambda *a, **k: (scored, {}))
     hours = costs.training_hours()
     # seed 1 trained but its scoring is incomplete: the row is "1 seed" and its hours are seed 0's alone
-    assert hours.to_dict() == {"Paper 1 model 3 (converged, 1 seed)": 1.0}
+    assert hours.to_dict() == {"p1-model3": 1.0}
 
 
 def test_claims_view_gives_one_narrow_table_per_statement_in_order():

@@ -235,8 +235,9 @@ def test_the_leaderboard_asks_missing_runs_for_a_paper1_row(monkeypatch):
     frame = pd.DataFrame([{"model": 2, "seed": 0, "task": t, "category": "STS", "score": 50.0} for t in tasks])
     records = {(2, 0, t): {} for t in tasks} | {(2, 1, tasks[0]): {}}  # seed 1: one task from lost weights
     monkeypatch.setattr(converged, "converged_scores", lambda *args, **kwargs: (frame, records))
-    row = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]),
-                                   ["Paper 1 model 2 (converged, 1 seed)"], run_hours=1.5).iloc[0]
+    rows = leaderboard.row_table({"p1-model2": leaderboard.Row("Paper 1 model 2 (converged, 1 seed)", "P1 model 2", "1")})
+    row = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), rows,
+                                   run_hours=1.5).iloc[0]
     # the five seeds of smollm2-135m: seeds 2-4 fresh, seed 1's lost task retrained
     assert row["computed by"] == ("scripts/p1_converged.sh 2:2 2:3 2:4; RECOMPUTE_STALE=1 scripts/p1_converged.sh 2:1")
     assert row["estimated hours"] == 6.0  # four runs left, not five

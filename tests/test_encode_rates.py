@@ -1,11 +1,11 @@
 """Encode rates for the leaderboard's cost figure: every row's method is timed through its own Embedder
-(built untrained), in rounds against the last-token baseline of the same round; stored and read back by label."""
+(built untrained), in rounds against the last-token baseline of the same round; stored and read back by key."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from repro.crosspaper import encode_rates
+from repro.crosspaper import encode_rates, leaderboard
 from repro.crosspaper.leaderboard import leaderboard_scores
 from repro.store.paths import REPO_ROOT
 
@@ -56,23 +56,28 @@ def test_bad_settings_are_refused_before_anything_is_built():
         encode_rates.measure(keys=["last"], repeats=0)
 
 
-def test_every_leaderboard_row_has_a_timed_method_and_stored_rates_are_read_by_label(tmp_path, monkeypatch):
+def test_every_leaderboard_row_has_a_timed_method_and_stored_rates_are_read_by_its_key(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
-    _, methods = leaderboard_scores("smollm2-135m")  # the committed results' rows
-    assert "Echo + EmbedFilter edge/2" in methods and any(m.startswith("Paper 1 model 5") for m in methods)
+    _, rows = leaderboard_scores("smollm2-135m")  # the committed results' rows
+    assert {"echo+edge/2", "p1-model5"} <= set(rows.index)
+    timed = rows["rate"].dropna()
+    assert set(timed) <= set(encode_rates.LABELS)  # every key a row names is one the benchmark times
+    assert rows.loc[rows["rate"].isna()].empty, rows.loc[rows["rate"].isna(), "label"]  # every row is timed
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path))
-    assert encode_rates.rates_by_label(methods).isna().all()  # nothing stored yet
+    assert encode_rates.rates_by_row(rows).isna().all()  # nothing stored yet
     assert "benchmarks/encode_rates.py" in encode_rates.describe_rates("smollm2-135m")
-    rows = pd.DataFrame([{"method": key, "label": label, "seconds": 1.0, "text tokens": 700,
-                          "text tokens/s": float(i + 1), "speed vs last token": 1.0} for i, (key, label) in enumerate(encode_rates.LABELS.items())])
-    encode_rates.store(rows, "smollm2-135m", repeats=1, sentences=2, documents=1, total_seconds=3.0)
-    by_label = encode_rates.rates_by_label(methods + ["a method nobody timed"])
-    assert by_label[methods].notna().all(), by_label[by_label.isna()]
-    assert np.isnan(by_label["a method nobody timed"])
-    rate = dict(zip(rows["label"], rows["text tokens/s"]))
-    # the longest matching label wins: the filtered rows are not read as their unfiltered methods
-    assert by_label["Echo + EmbedFilter edge/2"] == rate["Echo + EmbedFilter edge/2"] != rate["Echo"]
-    assert by_label["PromptEOL"] == rate["PromptEOL"]
+    stored = pd.DataFrame([{"method": key, "label": label, "seconds": 1.0, "text tokens": 700,
+                            "text tokens/s": float(i + 1), "speed vs last token": 1.0}
+                           for i, (key, label) in enumerate(encode_rates.LABELS.items())])
+    encode_rates.store(stored, "smollm2-135m", repeats=1, sentences=2, documents=1, total_seconds=3.0)
+    extra = leaderboard.row_table({"nobody": leaderboard.Row("a method nobody timed", "x", "-")})
+    by_row = encode_rates.rates_by_row(pd.concat([rows, extra]))
+    assert by_row[rows.index].notna().all(), by_row[by_row.isna()]
+    assert np.isnan(by_row["nobody"])
+    rate = dict(zip(stored["method"], stored["text tokens/s"]))
+    # joined by key: the filtered rows are not read as their unfiltered methods
+    assert by_row["echo+edge/2"] == rate["echo+edge/2"] != rate["echo"]
+    assert by_row["prompteol"] == rate["prompteol"]
     assert encode_rates.stored_rates("gemma3-270m").empty
     described = encode_rates.describe_rates("smollm2-135m")
     assert "2 sentences + 1 documents (700 text tokens), the median of 1 round;" in described

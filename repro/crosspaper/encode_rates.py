@@ -52,7 +52,8 @@ from repro.training.contrastive import TrainedEmbedder, build_model
 
 EXPERIMENT = "encode_rates"
 BASELINE = "last"
-# rate key -> the leaderboard label it times (a label starting with it; repro.crosspaper.leaderboard)
+# rate key -> the method it times, described (stored beside each rate); the leaderboard joins a row to its rate by
+# this key (repro.crosspaper.leaderboard.Row.rate), never by a label
 LABELS = {
     "last": "last token (untrained)",
     "mean": "mean (untrained)",
@@ -188,15 +189,14 @@ def stored_rates(backbone: str = "smollm2-135m") -> pd.DataFrame:
     return pd.DataFrame(latest["rows"])
 
 
-def rates_by_label(labels, backbone: str = "smollm2-135m") -> pd.Series:
-    """Stored text tokens/s for each leaderboard label (NaN where no method of the stored run matches it)."""
+def rates_by_row(rows: pd.DataFrame, backbone: str = "smollm2-135m") -> pd.Series:
+    """Stored text tokens/s for each leaderboard row (``rows`` of :func:`repro.crosspaper.leaderboard.leaderboard_runs`,
+    indexed by id), through its encode-rate key (``rows.rate``); NaN where the row has no key or the stored
+    measurement lacks it."""
     rates = stored_rates(backbone)
-    out = {}
-    for label in labels:
-        prefixes = [p for p in rates["label"] if label.startswith(p)]  # the longest: "Echo + ..." before "Echo"
-        best = max(prefixes, key=len) if prefixes else None
-        out[label] = float(rates.loc[rates["label"] == best, "text tokens/s"].iloc[0]) if best else np.nan
-    return pd.Series(out, name="text tokens/s", dtype=float)
+    by_key = dict(zip(rates["method"], rates["text tokens/s"].astype(float)))
+    return pd.Series([by_key.get(key, np.nan) if isinstance(key, str) else np.nan for key in rows["rate"]],
+                     index=rows.index, name="text tokens/s", dtype=float)
 
 
 def describe_rates(backbone: str = "smollm2-135m") -> str:

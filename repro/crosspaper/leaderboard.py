@@ -19,7 +19,7 @@ pair tested, Holm-corrected, trained methods with their runs as units: :mod:`rep
 
 from __future__ import annotations
 
-import re
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,27 +42,52 @@ from repro.training.evaluation import score_identity as trained_score_identity
 
 SUITE = "compact"
 CATEGORIES = ["STS", "Classification", "Clustering", "PairClassification", "Retrieval"]
+UNTRAINED = "python -m repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."
+BUDGET_COMMAND = "scripts/p3_converged.sh (in the session that trains the run)"
 
 
-def _untrained(backbone: str) -> dict[str, pd.DataFrame]:
-    labels = {"last token": "last token (untrained)", "mean": "mean (untrained)"}
+@dataclass(frozen=True)
+class Row:
+    """A leaderboard row's description; the row's id (its key everywhere: scores, hours, dimensions, encode rates)
+    is separate from what the page shows."""
+
+    label: str  # the page's row label (may name its configuration and seed count)
+    short: str  # a few words for the cost figure
+    paper: str  # "1", "2", "3", "-" (no paper's method) or "reference"
+    command: str = ""  # what computes a missing task (Paper 1: its missing runs, asked when needed)
+    rate: str | None = None  # the encode-rate key that times it (repro.crosspaper.encode_rates); None: not timed
+    training_free: bool = False
+
+
+EMPTY = ["method", "task", "category", "score"]
+
+
+def _untrained(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     found = stored_untrained(backbone, SUITE)
-    return {shown: records_frame(shown, found[label]) for label, shown in labels.items()}
+    out = {}
+    for key, name in (("last", "last token"), ("mean", "mean")):
+        row = Row(f"{name} (untrained)", name, "-", UNTRAINED, key, True)
+        out[key] = row, records_frame(key, found[name])
+    return out
 
 
-def _embedfilter(backbone: str) -> dict[str, pd.DataFrame]:
+def _embedfilter(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     scores = stored_scores(SUITE)
     if scores.empty:
         return {}
     scores = scores[scores.backbone == backbone]
     out = {}
     for prompt, name in (("prompteol", "PromptEOL"), ("echo", "Echo")):
-        for variant, suffix in (("raw", ""), ("edge/2", " + EmbedFilter edge/2")):
+        for variant, suffix in (("raw", ""), ("edge/2", "+edge/2")):
+            key = prompt + suffix
+            label = name + (" + EmbedFilter edge/2" if suffix else "")
             part = scores[(scores.prompt == prompt) & (scores.variant == variant)]
             per_task = part.groupby("task")["main_score"].mean() * 100
-            out[name + suffix] = pd.DataFrame({"method": name + suffix, "task": per_task.index,
-                                               "category": [TASKS[t].category for t in per_task.index],
-                                               "score": per_task.values})
+            row = Row(label, name + (" + EF" if suffix else ""), "2",
+                      f"repro embedfilter --prompt {prompt} --suite compact", key, True)
+            out[key] = row, pd.DataFrame({"method": key, "task": per_task.index,
+                                          "category": [TASKS[t].category for t in per_task.index],
+                                          "score": per_task.values})
     return out
 
 
@@ -75,14 +100,22 @@ def paper1_label(model, seeds: int) -> str:
     return f"Paper 1 model {model} (converged, {seeds} seed{'s' if seeds != 1 else ''})"
 
 
-def _paper1(backbone: str) -> dict[str, pd.DataFrame]:
+def paper1_id(model) -> str:
+    """The row id of Paper 1's model ``model`` (also its encode-rate key)."""
+    return f"p1-model{model}"
+
+
+def _paper1(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     frame, _ = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)
-    stored = set(frame["model"]) if len(frame) else set()
-    out = {paper1_label(m, 0): pd.DataFrame(columns=["method", "task", "category", "score"])
-           for m in (1, 2, 3, 4, 5) if m not in stored}  # listed as missing
-    for model, part in (frame.groupby("model") if len(frame) else []):
-        label = paper1_label(model, part["seed"].nunique())
-        out[label] = part.assign(method=label)[["method", "seed", "task", "category", "score"]]  # every run
+    out = {}
+    for model in (1, 2, 3, 4, 5):
+        part = frame[frame["model"] == model] if len(frame) else frame
+        key = paper1_id(model)
+        row = Row(paper1_label(model, part["seed"].nunique() if len(part) else 0), f"P1 model {model}", "1",
+                  rate=key)
+        # every run (listed as missing while none is stored)
+        out[key] = row, (part.assign(method=key)[["method", "seed", "task", "category", "score"]] if len(part)
+                         else pd.DataFrame(columns=EMPTY))
     return out
 
 
@@ -92,175 +125,191 @@ def paper3_configs(backbone: str = "smollm2-135m"):
     return page_configs(**(params | {"recompute": False}))
 
 
-BUDGET_RULE = " under the budget rule"  # appended to a Paper 3 label (so the encode-rate prefixes still match)
+BUDGET_RULE = " under the budget rule"  # appended to a Paper 3 label
 SAME_AS_STAGE1 = ("; = AutoRegEmbed under the budget rule: dev rejected stage 2 in every run, so the two are one "
                   "model")
+# the row ids of Paper 3's methods under the budget rule (page p3_converged), by that page's method name
+BUDGET_IDS = {p3_converged.COMPRESSION: "p3-compress@budget", p3_converged.AUTOREG: "p3-align@budget",
+              p3_converged.BASELINE: "p3-baseline@budget"}
 
 
 def _seeds(n: int) -> str:
     return f"{n} seed{'s' if n != 1 else ''}"
 
 
-def paper3_budget_labels(backbone: str = "smollm2-135m", seeds: dict[str, int] | None = None) -> dict[str, str]:
-    """Row labels of Paper 3's methods under the budget rule (page ``p3_converged``), by that page's method name
+def paper3_budget_rows(backbone: str = "smollm2-135m", seeds: dict[str, int] | None = None) -> dict[str, Row]:
+    """Rows of Paper 3's methods under the budget rule (page ``p3_converged``), by that page's method name
     (AutoRegEmbed, the best contrastive baseline, compression only); ``seeds``: seeds stored per method."""
     seeds = seeds or {}
     base = p3_converged.base_config(backbone)
     selected = p3_converged.selected_configs(base)
     autoreg = selected[p3_converged.AUTOREG]
     start = p3_converged.start_selected_seeds(base) if autoreg is not None else []
-    # a LoRA selection is named apart, so that the encode rate timed for the Tables 1-2 (full fine-tuning) encoder
-    # is not read for it (repro.crosspaper.encode_rates matches a row by the start of its label)
-    lora = ", LoRA" if autoreg is not None and autoreg.finetune != "full" else ""
-    labels = {p3_converged.COMPRESSION: f"compression only{lora} (Paper 3){BUDGET_RULE} (the stage 1 of its seeds)"}
+    # a LoRA selection is named apart, and no encode rate is read for it: the rate timed is the Tables 1-2 (full
+    # fine-tuning) encoder's
+    lora = autoreg is not None and autoreg.finetune != "full"
+    named = ", LoRA" if lora else ""
+    rows = {p3_converged.COMPRESSION: Row(
+        f"compression only{named} (Paper 3){BUDGET_RULE} (the stage 1 of its seeds)", "compression only", "3",
+        BUDGET_COMMAND, None if lora else "p3-compress")}
     if autoreg is not None:
-        labels[p3_converged.AUTOREG] = (f"AutoRegEmbed{lora} (Paper 3){BUDGET_RULE}, lr {autoreg.lr:g}, "
-                                        f"{autoreg.divergence}, {_seeds(seeds.get(p3_converged.AUTOREG, 0))}"
-                                        + (f" (dev selects step 0, the stage-1 encoder, at {_seeds(len(start))})"
-                                           if start else ""))
+        rows[p3_converged.AUTOREG] = Row(
+            f"AutoRegEmbed{named} (Paper 3){BUDGET_RULE}, lr {autoreg.lr:g}, {autoreg.divergence}, "
+            f"{_seeds(seeds.get(p3_converged.AUTOREG, 0))}"
+            + (f" (dev selects step 0, the stage-1 encoder, at {_seeds(len(start))})" if start else ""),
+            "AutoRegEmbed", "3", BUDGET_COMMAND, None if lora else "p3-align")
     baseline = selected[p3_converged.BASELINE]
     if baseline is not None:
         name = next(n for n, (m, hard) in CONTRASTIVE.items()
                     if m == baseline.model and hard == baseline.hard_negatives)
-        labels[p3_converged.BASELINE] = (f"{baseline_label(name)}{BUDGET_RULE}, lr {baseline.lr:g}, "
-                                         f"tau {baseline.temperature:g}, "
-                                         f"{_seeds(seeds.get(p3_converged.BASELINE, 0))}")
-    return labels
+        rows[p3_converged.BASELINE] = Row(
+            f"{baseline_label(name)}{BUDGET_RULE}, lr {baseline.lr:g}, tau {baseline.temperature:g}, "
+            f"{_seeds(seeds.get(p3_converged.BASELINE, 0))}", "P3 baseline", "3", BUDGET_COMMAND, f"p3-{name}")
+    return rows
 
 
-def paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, str]]:
+def paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, Row]]:
     """The budget-rule page's stored scores on every task of the suite (model, seed, task, category, score) and
-    each method's row label (seeds counted over those scores)."""
+    each method's row (seeds counted over those scores)."""
     frame, _ = p3_converged.final_scores(p3_converged.base_config(backbone), p3_converged.SEEDS, SUITE, list(TASKS))
     if frame.empty:
         return frame, {}
-    return frame, paper3_budget_labels(backbone, frame.groupby("model")["seed"].nunique().to_dict())
+    return frame, paper3_budget_rows(backbone, frame.groupby("model")["seed"].nunique().to_dict())
 
 
-def _paper3_budget_rule(backbone: str) -> dict[str, pd.DataFrame]:
+def _paper3_budget_rule(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     """Paper 3's methods under the budget rule: each dev-selected configuration averaged over its seeds stored on
     every task, and compression only from the stage 1 those seeds started from (empty while none is stored)."""
-    frame, labels = paper3_budget_frame(backbone)
+    frame, rows = paper3_budget_frame(backbone)
     out = {}
     merged = frame.empty is False and same_model(frame, p3_converged.AUTOREG, p3_converged.COMPRESSION)
     for model, part in frame.groupby("model"):
         if merged and model == p3_converged.AUTOREG:
             continue  # dev rejected stage 2 in every run: one model, one row (compression only's, with that note)
-        label = labels[model] + (SAME_AS_STAGE1 if merged and model == p3_converged.COMPRESSION else "")
-        out[label] = part.assign(method=label)[["method", "seed", "task", "category", "score"]]
+        row = rows[model]
+        if merged and model == p3_converged.COMPRESSION:
+            row = Row(**(asdict(row) | {"label": row.label + SAME_AS_STAGE1}))
+        key = BUDGET_IDS[model]
+        out[key] = row, part.assign(method=key)[["method", "seed", "task", "category", "score"]]
     return out
 
 
 def tables_labels(backbone: str = "smollm2-135m") -> dict[str, str]:
     """Row labels of compression only and AutoRegEmbed at the Tables 1-2 page's configuration (fixed budget, one
-    seed), by method; they start like the budget-rule labels, so the encode rates match both."""
+    seed), by row id."""
     compress, align = paper3_configs(backbone)
-    return {"compression only": f"compression only (Paper 3) at the Tables 1-2 configuration ({compress.steps} "
-                                f"stage-1 steps, seed {compress.seed})",
-            "AutoRegEmbed": f"AutoRegEmbed (Paper 3) at the Tables 1-2 configuration ({align.steps} stage-2 steps at "
-                            f"lr {align.lr:g}, seed {align.seed})"}
+    return {"p3-compress": f"compression only (Paper 3) at the Tables 1-2 configuration ({compress.steps} "
+                           f"stage-1 steps, seed {compress.seed})",
+            "p3-align": f"AutoRegEmbed (Paper 3) at the Tables 1-2 configuration ({align.steps} stage-2 steps at "
+                        f"lr {align.lr:g}, seed {align.seed})"}
 
 
-def _paper3(backbone: str) -> dict[str, pd.DataFrame]:
+def baseline_id(name: str) -> str:
+    """The row id of Paper 3's contrastive baseline ``name`` at the Tables 1-2 configuration (its encode-rate key)."""
+    return f"p3-{name}"
+
+
+def _paper3(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     """Paper 3's rows: under the budget rule where stored on every task (AutoRegEmbed with its compression only;
     the dev-selected contrastive baseline), else at the Tables 1-2 configuration (its four baselines)."""
     later = _paper3_budget_rule(backbone)
     if later:
-        earlier, fixed = _paper3_tables(backbone), tables_labels(backbone)
-        drop = {fixed[method] for method in fixed if any(label.startswith(method) for label in later)}
-        if any("baseline" in label for label in later):
-            drop |= {baseline_label(name) for name in CONTRASTIVE}
+        earlier = _paper3_tables(backbone)
+        drop = {key for key in ("p3-compress", "p3-align") if f"{key}@budget" in later}
+        if "p3-baseline@budget" in later:
+            drop |= {baseline_id(name) for name in CONTRASTIVE}
         return {**{k: v for k, v in earlier.items() if k not in drop}, **later}
     return _paper3_tables(backbone)
 
 
-def _paper3_tables(backbone: str) -> dict[str, pd.DataFrame]:
+def _paper3_tables(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     compress, align = paper3_configs(backbone)
     tasks = list(TASKS)
     out = {}
-    fixed = tables_labels(backbone)
-    for label, config in ((fixed["compression only"], compress), (fixed["AutoRegEmbed"], align)):
-        out[label] = records_frame(label, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks)
-                                   ).assign(seed=config.seed)  # one training run
+    labels = tables_labels(backbone)
+    for key, config, short, stage in (("p3-compress", compress, "compression only", "compress"),
+                                      ("p3-align", align, "AutoRegEmbed", "align")):
+        row = Row(labels[key], short, "3",
+                  f"python -m repro.autoregembed.experiments.cli --stage {stage} --suite compact", key)
+        out[key] = row, records_frame(key, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks)
+                                      ).assign(seed=config.seed)  # one training run
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
-        label = baseline_label(name)
-        out[label] = records_frame(label, stored_per_task(TRAINED_SCORES, trained_score_identity(config), SUITE, tasks)
-                                   ).assign(seed=config.seed)
+        key = baseline_id(name)
+        row = Row(baseline_label(name), "P3 baseline", "3",
+                  "retrain the baseline (p3_tables standard) and score it on compact", key)
+        out[key] = row, records_frame(key, stored_per_task(TRAINED_SCORES, trained_score_identity(config), SUITE,
+                                                           tasks)).assign(seed=config.seed)
     return out
 
 
-def _minilm() -> dict[str, pd.DataFrame]:
-    label = "all-MiniLM-L6-v2 (reference)"
+def _minilm() -> dict[str, tuple[Row, pd.DataFrame]]:
+    row = Row("all-MiniLM-L6-v2 (reference)", "MiniLM (reference)", "reference",
+              "python -m repro.core.reference --suite compact", "minilm")
     for record in all_results("reference_minilm"):
         if record["params"]["suite"] == SUITE:
             rows = pd.DataFrame(record["rows"])
             per_task = rows.groupby("task")["main_score"].mean() * 100
-            return {label: pd.DataFrame({"method": label, "task": per_task.index,
-                                         "category": [TASKS[t].category for t in per_task.index],
-                                         "score": per_task.values})}
-    return {label: pd.DataFrame(columns=["method", "task", "category", "score"])}
+            return {"minilm": (row, pd.DataFrame({"method": "minilm", "task": per_task.index,
+                                                  "category": [TASKS[t].category for t in per_task.index],
+                                                  "score": per_task.values}))}
+    return {"minilm": (row, pd.DataFrame(columns=EMPTY))}
 
 
-ROWS = {  # label part -> (paper, the command that computes a missing task); the first part found wins
-    BUDGET_RULE: ("3", "scripts/p3_converged.sh (in the session that trains the run)"),
-    "last token (untrained)": ("-", "python -m repro.autoregembed.experiments.cli --untrained --suite compact "
-                                    "--tasks ..."),
-    "mean (untrained)": ("-", "python -m repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."),
-    "PromptEOL": ("2", "repro embedfilter --prompt prompteol --suite compact"),
-    "Echo": ("2", "repro embedfilter --prompt echo --suite compact"),
-    "Paper 1 model": ("1", None),  # its runs not complete: missing_rows asks missing_runs
-    "compression only": ("3", "python -m repro.autoregembed.experiments.cli --stage compress --suite compact"),
-    "AutoRegEmbed": ("3", "python -m repro.autoregembed.experiments.cli --stage align --suite compact"),
-    "baseline": ("3", "retrain the baseline (p3_tables standard) and score it on compact"),
-    "all-MiniLM": ("reference", "python -m repro.core.reference --suite compact"),
-}
-
-
-def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, list[str]]:
-    """Every method's stored per-task scores (x100) on ``backbone`` at compact caps (method, task, category,
-    score; a method with nothing stored has no rows), and every method's label in leaderboard order."""
-    runs, methods = leaderboard_runs(backbone)
+def leaderboard_scores(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every method's stored per-task scores (x100) on ``backbone`` at compact caps (method = the row id, task,
+    category, score; a method with nothing stored has no rows), and the rows (:func:`leaderboard_runs`)."""
+    runs, rows = leaderboard_runs(backbone)
     if runs.empty:
-        return pd.DataFrame(columns=["method", "task", "category", "score"]), methods
+        return pd.DataFrame(columns=EMPTY), rows
     scores = runs.groupby(["method", "task", "category"], as_index=False, sort=False)["score"].mean()
-    return scores, methods
+    return scores, rows
 
 
-def leaderboard_runs(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, list[str]]:
+def leaderboard_runs(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`leaderboard_scores` before the seed average: one row per (method, seed, task); ``seed`` NaN for a
-    deterministic method (training-free, or the reference), a trained method's own seeds otherwise."""
-    frames = {**_untrained(backbone), **_embedfilter(backbone), **_paper1(backbone), **_paper3(backbone),
-              **_minilm()}
-    stored = [f if "seed" in f else f.assign(seed=np.nan) for f in frames.values() if len(f)]
+    deterministic method (training-free, or the reference), a trained method's own seeds otherwise. The rows: one
+    per method in leaderboard order, indexed by its id, with the :class:`Row` fields (label, short, paper, command,
+    rate, training_free)."""
+    built = {**_untrained(backbone), **_embedfilter(backbone), **_paper1(backbone), **_paper3(backbone),
+             **_minilm()}
+    stored = [f if "seed" in f else f.assign(seed=np.nan) for _, f in built.values() if len(f)]
     columns = ["method", "seed", "task", "category", "score"]
     runs = pd.concat([f[columns] for f in stored], ignore_index=True) if stored else pd.DataFrame(columns=columns)
-    return runs, list(frames)
+    return runs, row_table({key: row for key, (row, _) in built.items()})
 
 
-def missing_rows(scores: pd.DataFrame, methods: list[str], run_hours: float | None = None,
+def row_table(rows) -> pd.DataFrame:
+    """The rows ``{id: Row}`` as a frame indexed by id; bare ids (a list: methods the leaderboard does not build)
+    are labelled by their id, with no command."""
+    rows = rows if isinstance(rows, dict) else {key: Row(key, key, "-") for key in rows}
+    return pd.DataFrame([asdict(row) for row in rows.values()], index=pd.Index(list(rows), name="id"),
+                        columns=list(Row.__dataclass_fields__))
+
+
+def missing_rows(scores: pd.DataFrame, rows: pd.DataFrame, run_hours: float | None = None,
                  backbone: str = "smollm2-135m") -> pd.DataFrame:
-    """Per method: the tasks of the suite it lacks, and the command that computes them (a Paper 1 row: the
-    commands of its runs not complete on ``backbone``, :func:`~repro.pooling_attention.converged.missing_runs`).
-    ``run_hours``: the measured wall hours of one Paper 1 converged run with its scoring
-    (:func:`repro.crosspaper.leaderboard_costs.paper1_run_hours`); a Paper 1 row then gets its estimated cost, that
-    times the runs its commands train."""
-    rows = []
-    for method in methods:
-        have = set(scores.loc[scores.method == method, "task"])
+    """Per row of ``rows`` (:func:`leaderboard_runs`; or a list of ids): the tasks of the suite it lacks, and the
+    command that computes them (a Paper 1 row: the commands of its runs not complete on ``backbone``,
+    :func:`~repro.pooling_attention.converged.missing_runs`). ``run_hours``: the measured wall hours of one Paper 1
+    converged run with its scoring (:func:`repro.crosspaper.leaderboard_costs.paper1_run_hours`); a Paper 1 row then
+    gets its estimated cost, that times the runs its commands train. ``method`` is the row's label."""
+    rows = rows if isinstance(rows, pd.DataFrame) else row_table(rows)
+    out = []
+    for key, row in rows.iterrows():
+        have = set(scores.loc[scores.method == key, "task"])
         lacking = [t for t in TASKS if t not in have]
         if lacking:
-            command = next((c for prefix, (_, c) in ROWS.items() if prefix in method), "")
-            model = re.match(r"Paper 1 model (\d)", method)
-            runs = missing_runs(backbone, [int(model.group(1))], suite=SUITE) if model else None
-            command = "; ".join(run_commands(runs)) if model else command
-            row = {"method": method, "tasks stored": len(have), "missing": len(lacking),
-                   "missing tasks": ", ".join(lacking), "computed by": command}
+            model = int(key.removeprefix("p1-model")) if row["paper"] == "1" else None
+            runs = missing_runs(backbone, [model], suite=SUITE) if model else None
+            command = "; ".join(run_commands(runs)) if model else row["command"]
+            line = {"method": row["label"], "tasks stored": len(have), "missing": len(lacking),
+                    "missing tasks": ", ".join(lacking), "computed by": command}
             if run_hours is not None:
-                row["estimated hours"] = round(len(runs) * run_hours, 1) if model and len(runs) else np.nan
-            rows.append(row)
+                line["estimated hours"] = round(len(runs) * run_hours, 1) if model and len(runs) else np.nan
+            out.append(line)
     columns = ["method", "tasks stored", "missing", "missing tasks", "computed by"]
-    return pd.DataFrame(rows, columns=columns + (["estimated hours"] if run_hours is not None else []))
+    return pd.DataFrame(out, columns=columns + (["estimated hours"] if run_hours is not None else []))
 
 
 def ranked(scores: pd.DataFrame, complete_only: bool = True, runs: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -293,13 +342,15 @@ SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification
          "Retrieval": "Retr.", "training hours": "train h", "dimensions": "dims", "encode tok/s": "tok/s"}
 
 
-def compact_view(table: pd.DataFrame) -> pd.DataFrame:
-    """A :func:`ranked` table narrow enough for the page's column: indexed by rank with the method as a column,
-    short category headers, whole numbers where they are whole."""
+def compact_view(table: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """A :func:`ranked` table narrow enough for the page's column: indexed by rank with the method (its label in
+    ``rows``; default: its id) as a column, short category headers, whole numbers where they are whole."""
     view = table.copy()
     for column in ("dimensions", "encode tok/s"):  # whole numbers
         if column in view:
             view[column] = pd.to_numeric(view[column], errors="coerce").round().astype("Int64")
+    if rows is not None:
+        view.index = [rows["label"].get(key, key) for key in view.index]
     if "rank" in view:
         view = view.rename_axis("method").reset_index().set_index("rank")
     return view.rename(columns=SHORT)
@@ -310,15 +361,3 @@ def shown(table: pd.DataFrame, decimals: int = 2) -> pd.DataFrame:
     reference's training hours)."""
     rounded = table.round(decimals)
     return rounded.astype(object).where(rounded.notna(), "–")
-
-
-def short_label(label: str) -> str:
-    """A few words naming a row in the cost figure (the table gives the full label)."""
-    model = re.match(r"Paper 1 model (\d)", label)
-    if model:
-        return f"P1 model {model.group(1)}"
-    for part, short in (("(Paper 3 baseline)", "P3 baseline"), ("compression only", "compression only"),
-                        ("AutoRegEmbed", "AutoRegEmbed"), ("all-MiniLM", "MiniLM (reference)")):
-        if part in label:
-            return short
-    return label.replace(" + EmbedFilter edge/2", " + EF").replace(" (untrained)", "")

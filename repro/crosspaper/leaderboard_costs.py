@@ -17,14 +17,7 @@ from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
 from repro.autoregembed.train import run_params as ar_run_params
 from repro.core.reference import minilm_path
 from repro.core.tasks import TASKS
-from repro.crosspaper.leaderboard import (
-    SUITE,
-    baseline_label,
-    paper1_label,
-    paper3_budget_frame,
-    paper3_configs,
-    tables_labels,
-)
+from repro.crosspaper.leaderboard import BUDGET_IDS, SUITE, baseline_id, paper1_id, paper3_budget_frame, paper3_configs
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, run_table
 from repro.store.results import load_result
@@ -49,14 +42,12 @@ def paper1_run_hours(backbone: str = "smollm2-135m") -> float | None:
     return float(np.mean(hours)) if hours else None
 
 
-TRAINING_FREE = ("last token (untrained)", "mean (untrained)", "PromptEOL", "Echo")  # label prefixes
-
-
-def hours_column(labels, hours: pd.Series) -> pd.Series:
-    """The training-hours column for rows ``labels``: the stored hours of a trained row, 0 for a training-free
-    one (:data:`TRAINING_FREE`), NaN otherwise (the reference, trained elsewhere; a trained row with no record)."""
-    return pd.Series([0.0 if label.startswith(TRAINING_FREE) else hours.get(label, np.nan) for label in labels],
-                     index=list(labels), name="training hours", dtype=float)
+def hours_column(ids, hours: pd.Series, rows: pd.DataFrame) -> pd.Series:
+    """The training-hours column for the rows ``ids``: the stored hours of a trained row, 0 for a training-free
+    one (``rows.training_free``), NaN otherwise (the reference, trained elsewhere; a trained row with no record)."""
+    free = rows["training_free"].reindex(list(ids)).fillna(False).astype(bool)
+    return pd.Series([0.0 if free[key] else hours.get(key, np.nan) for key in ids],
+                     index=list(ids), name="training hours", dtype=float)
 
 
 def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
@@ -70,22 +61,20 @@ def training_hours(backbone: str = "smollm2-135m") -> pd.Series:
         pairs = set(zip(scored["model"], scored["seed"])) if len(scored) else set()
         runs = runs[[(m, s) in pairs for m, s in zip(runs["model"], runs["seed"])]]
     for model, part in (runs.groupby("model") if len(runs) else []):
-        label = paper1_label(model, part["seed"].nunique())
-        hours[label] = float(part["wall hours (run: steps + dev evaluations)"].mean())
+        hours[paper1_id(model)] = float(part["wall hours (run: steps + dev evaluations)"].mean())
     hours.update(paper3_budget_hours(backbone))
     compress, align = paper3_configs(backbone)
     stage1 = load_result(AUTOREG_RUNS, ar_run_params(compress))
     stage2 = load_result(AUTOREG_RUNS, ar_run_params(align))
-    fixed = tables_labels(backbone)
     if stage1 is not None:
-        hours[fixed["compression only"]] = stage1["summary"]["train_seconds"] / 3600
+        hours["p3-compress"] = stage1["summary"]["train_seconds"] / 3600
         if stage2 is not None:
-            hours[fixed["AutoRegEmbed"]] = (stage1["summary"]["train_seconds"]
+            hours["p3-align"] = (stage1["summary"]["train_seconds"]
                                             + stage2["summary"]["train_seconds"]) / 3600
     for name in CONTRASTIVE:
         record = load_result(TRAINED_RUNS, {"train": contrastive_config(name, align).identity()})
         if record is not None:
-            hours[baseline_label(name)] = record["summary"]["train_seconds"] / 3600
+            hours[baseline_id(name)] = record["summary"]["train_seconds"] / 3600
     return pd.Series(hours, name="training hours")
 
 
@@ -94,7 +83,7 @@ def paper3_budget_hours(backbone: str) -> dict[str, float]:
     in both compression only and AutoRegEmbed)."""
     base = p3_converged.base_config(backbone)
     runs = p3_converged.run_table(base)
-    frame, labels = paper3_budget_frame(backbone)  # the rows' labels: seeds counted over the stored scores
+    frame, rows = paper3_budget_frame(backbone)
     if runs.empty or frame.empty:
         return {}
     runs = runs[[(m, s) in set(zip(frame["model"], frame["seed"])) for m, s in zip(runs["method"], runs["seed"])]]
@@ -102,28 +91,28 @@ def paper3_budget_hours(backbone: str) -> dict[str, float]:
     record = None if stage1 is None else load_result(AUTOREG_RUNS, ar_run_params(stage1))
     first = 0.0 if record is None else (record["summary"]["train_seconds"]  # steps + evaluations, as the runs'
                                         + record["summary"].get("eval_seconds", 0.0)) / 3600
-    hours = {labels[p3_converged.COMPRESSION]: first} if record is not None and p3_converged.AUTOREG in labels else {}
+    hours = ({BUDGET_IDS[p3_converged.COMPRESSION]: first} if record is not None and p3_converged.AUTOREG in rows
+             else {})
     for method, part in runs.groupby("method"):  # the runs behind the row's scores
-        hours[labels[method]] = (float(part["wall hours (run: steps + dev evaluations)"].mean())
+        hours[BUDGET_IDS[method]] = (float(part["wall hours (run: steps + dev evaluations)"].mean())
                                  + (first if method == p3_converged.AUTOREG else 0.0))
     return hours
 
 
 def dimensions(scores: pd.DataFrame, backbone: str = "smollm2-135m") -> pd.Series:
-    """Each method's embedding dimensions: EmbedFilter's stored ``dims`` (edge/2 keeps half of the backbone's
-    width), the backbone's width for every other decoder method (Paper 1's heads and Paper 3's encoders pool to
-    it), and all-MiniLM-L6-v2's from its packaged config."""
+    """Each method's embedding dimensions, by row id: EmbedFilter's stored ``dims`` (edge/2 keeps half of the
+    backbone's width), the backbone's width for every other decoder method (Paper 1's heads and Paper 3's encoders
+    pool to it), and all-MiniLM-L6-v2's from its packaged config."""
     sweep = stored_scores(SUITE)
     dims: dict[str, float] = {}
     if not sweep.empty and "dims" in sweep:
         sweep = sweep[sweep.backbone == backbone]
         for (prompt, variant), part in sweep.groupby(["prompt", "variant"]):
-            name = {"prompteol": "PromptEOL", "echo": "Echo"}.get(prompt)
-            if name and variant in ("raw", "edge/2"):
-                dims[name + ("" if variant == "raw" else " + EmbedFilter edge/2")] = float(part["dims"].iloc[0])
-    width = dims.get("PromptEOL", dims.get("Echo"))
+            if prompt in ("prompteol", "echo") and variant in ("raw", "edge/2"):
+                dims[prompt + ("" if variant == "raw" else "+edge/2")] = float(part["dims"].iloc[0])
+    width = dims.get("prompteol", dims.get("echo"))
     for method in scores["method"].unique():
-        if method.startswith("all-MiniLM"):
+        if method == "minilm":
             dims[method] = float(json.loads((minilm_path() / "config.json").read_text())["hidden_size"])
         elif method not in dims and width is not None:
             dims[method] = width

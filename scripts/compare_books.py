@@ -1,6 +1,7 @@
 """Compare the text outputs (tables, printed lines, glued values) of two executed books, page by page: the
 check that a refactor changed no number. Images are compared by count only (matplotlib PNGs embed no
-numbers we print; their pixels can differ with fonts).
+numbers we print; their pixels can differ with fonts). Blank lines are skipped (where a blank line is printed, or how a
+stream is split into outputs, is no difference) and each checkout's own folder reads as ``<repo>`` (two worktrees built side by side).
 
     python scripts/compare_books.py BEFORE/book AFTER/book
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 def text_outputs(path: Path) -> tuple[list[str], int]:
     """Every text output of the notebook's code cells, in order, and the number of images."""
     texts, images = [], 0
+    repo = str(path.resolve().parent.parent)  # the checkout the book was built in (BOOK/.. )
     for cell in json.loads(path.read_text())["cells"]:
         if cell["cell_type"] != "code":
             continue
@@ -31,7 +33,10 @@ def text_outputs(path: Path) -> tuple[list[str], int]:
                     texts.append(re.sub(r"\bT_[0-9a-f]{5}(?=[_\"\s])", "T_id", "".join(data[kind])))
                     break
             images += "image/png" in data
-    return texts, images
+    # as lines without blank ones: a stream printed in one output or split over two, or ending in an extra newline,
+    # is the same page
+    lines = [line.rstrip() for t in texts for line in t.replace(repo, "<repo>").splitlines() if line.strip()]
+    return lines, images
 
 
 def main(argv=None) -> int:
@@ -49,12 +54,11 @@ def main(argv=None) -> int:
             continue
         (ta, ia), (tb, ib) = text_outputs(a), text_outputs(b)
         if ta == tb and ia == ib:
-            print(f"{name}: identical ({len(ta)} text outputs, {ia} figures)")
+            print(f"{name}: identical ({len(ta)} lines of text, {ia} figures)")
             continue
         differing += 1
-        print(f"{name}: DIFFERENT (text outputs {len(ta)} vs {len(tb)}, figures {ia} vs {ib})")
-        diff = difflib.unified_diff("\n".join(ta).splitlines(), "\n".join(tb).splitlines(), "before", "after",
-                                    lineterm="", n=0)
+        print(f"{name}: DIFFERENT (lines of text {len(ta)} vs {len(tb)}, figures {ia} vs {ib})")
+        diff = difflib.unified_diff(ta, tb, "before", "after", lineterm="", n=0)
         for line in list(diff)[:40]:
             print("   ", line[:200])
     print(f"{len(pages) - differing} of {len(pages)} pages identical")

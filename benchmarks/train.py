@@ -11,7 +11,7 @@ triplets (query, positive, hard negative; max_length as in training):
 * **encode tok/s**: :func:`repro.core.encode.encode` (the length-sorted, cached-states forward every
   training-free page uses; cache off) on the same texts with the same backbone.
 
-The ratio encode tok/s / training tok/s is the step's cost in **encoder-forward-equivalents** (the issue's
+The ratio encode tok/s / training tok/s is the step's cost in **encoder-forward-equivalents** (the book's
 target for a contrastive step: <= 3.5).
 
 An **AutoRegEmbed stage-2 step** (the paper's loss, strategy 0: encoder passes for q and d+, decoder passes for

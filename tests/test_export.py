@@ -93,7 +93,7 @@ def test_export_errors_are_clear(tiny_dir, tmp_path):
 @pytest.mark.parametrize("recipe", ["smollm2-135m/prompteol+edge/2", "smollm2-135m/echo", "smollm2-135m/p1-model1",
                                     "smollm2-135m/p1-model5"])
 def test_book_recipes_export_equal_on_50_texts(tmp_path, monkeypatch, recipe):
-    """The issue's check: 50 STS-B sentences, cosine >= 0.9999 between the export and the Embedder (the trained
+    """The export's check: 50 STS-B sentences, cosine >= 0.9999 between the export and the Embedder (the trained
     recipes from the weights shipped in weights/); the model card reads the committed results (read only)."""
     from repro.core.tasks import read_tsv, task_folder
     from repro.store.paths import REPO_ROOT

@@ -1,4 +1,4 @@
-"""The library's shape (issue 18): layers, no cycles, no cross-paper imports, small files, one of each concept,
+"""The library's shape: layers, no cycles, no cross-paper imports, small files, one of each concept,
 and notebook defaults that equal what the book runs."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ class CompressConfig(StageConfig):
     lr: float = 1e-4
     max_length: int = 160  # context + instruction
     validation_examples: int = 64
-    data: str = "instruction"  # STAGE1_DATA: the instruction sets (the issue's) or autoencoding Wikipedia paragraphs
+    data: str = "instruction"  # STAGE1_DATA: the instruction sets (T0 + self-instruct) or autoencoding Wikipedia paragraphs
 
     def __post_init__(self):
         _check_common(self)

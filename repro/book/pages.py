@@ -85,7 +85,7 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "p1_converged": {
         "smoke": {"profile": "smoke", "backbones": ["smollm2-135m"], "models": [1, 5], "seeds": [0], "backbone_seeds": {},
                   "suite": "smoke", "budget_suite": "smoke", "curve_pairs": [[1, 5]]},
-        # Table 5's backbone: models 1, 4 and 5 (the issue's seeds rule) on its 17 tasks
+        # Table 5's backbone: models 1, 4 and 5 (the declared seeds rule: three seeds on the second backbone) on its 17 tasks
         "standard": {"profile": "standard", "backbones": ["smollm2-135m", "gemma3-270m"], "models": [1, 2, 3, 4, 5],
                      "backbone_models": {"gemma3-270m": [1, 4, 5]}, "backbone_seeds": {"gemma3-270m": [0, 1, 2]},
                      "backbone_tasks": {"gemma3-270m": P1_ROBUSTNESS_TASKS},

@@ -1,4 +1,4 @@
-"""The declared training-budget rule, the same for every compared model (issue: training verdicts that hold).
+"""The declared training-budget rule, the same for every compared model (so that a training verdict compares converged models).
 
 * **Dev signal**: STS-B dev Spearman x100 of cosine similarity on all 1,500 dev pairs (``validation_sts``), never a
   test set the book reports; evaluated at step 0 and every ``eval_every = max(25, ceil(5% of the cap))`` steps.

@@ -20,7 +20,7 @@ from repro.training.evaluation import score_budget_points
 from repro.training.loop import load_snapshot
 
 SCORES_EXPERIMENT = "autoreg_scores"
-RETRIEVAL_TASKS = ["SciFact", "NFCorpusPreprocessed"]  # the retrieval pair (MS MARCO is not offline)
+RETRIEVAL_TASKS = ["SciFact", "NFCorpusPreprocessed"]  # the book's retrieval pair (MS MARCO is not offline)
 
 
 def autoreg_embedder(config: CompressConfig | AlignConfig, max_length: int = 512, progress: bool = True

@@ -1,4 +1,4 @@
-"""Paper 3's declared dev search under the budget rule, before its verdict (issue: training verdicts that hold).
+"""Paper 3's declared dev search under the budget rule, before its verdict (so that a training verdict compares converged models).
 
 Stage 2 lowered STS-B dev from its first steps in every earlier run but the JS one, at one learning rate
 (5e-6, full fine-tuning). Before a verdict, each side gets a small search of the same size (five runs), every
@@ -15,7 +15,7 @@ on the declared Paper 3 mix (SNLI + MEDI triplets, ``nli-medi``), and is selecte
 
 The cap is 300 steps x 8 triplets (2,400 triplets), not the 600 x 16 of Paper 1: on this machine a stage-2 step
 costs ~10 s (two encoder and three decoder passes) and a dev evaluation of the compression encoder ~5 min, and
-every run must finish, with its stage 1, inside one session (the issue's cut order, last item: a lower cap).
+every run must finish, with its stage 1, inside one session (the declared cut order, last item: a lower cap).
 
 Phase 2 of each search is defined only once phase 1's records are stored (its learning rate is phase 1's dev
 winner). The runs train through the run store, so their records land in ``results/autoreg_runs`` and

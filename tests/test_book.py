@@ -88,6 +88,29 @@ def test_check_page_gives_one_clear_error_per_bad_or_missing_parameter():
     assert check_page(NOTEBOOKS["p3_tables"]["standard"], "p3_tables")["tasks"] is None  # tasks may be None
 
 
+def test_no_figure_sets_a_font_below_the_books_minimum():
+    import re
+
+    import matplotlib as mpl
+
+    from repro.book.notebook import MIN_FONT_PT, quiet
+
+    with mpl.rc_context():
+        quiet()
+        sizes = {k: mpl.rcParams[k] for k in ("font.size", "axes.titlesize", "axes.labelsize", "legend.fontsize",
+                                              "xtick.labelsize", "ytick.labelsize", "legend.title_fontsize",
+                                              "figure.titlesize")}
+    assert all(isinstance(v, (int, float)) and v >= MIN_FONT_PT for v in sizes.values()), sizes
+    pattern = re.compile(r"(?:fontsize|labelsize|title_fontsize)\s*=\s*([0-9.]+|['\"][a-z-]+['\"])")
+    root = Path(__file__).resolve().parent.parent
+    small = []
+    for path in [*root.joinpath("notebooks").glob("*.ipynb"), *root.joinpath("repro").rglob("*.py")]:
+        for value in pattern.findall(path.read_text()):
+            if value[0] in "'\"" or float(value) < MIN_FONT_PT:  # a relative size ("small") may fall below it
+                small.append((path.name, value))
+    assert not small, small
+
+
 @pytest.mark.integration
 def test_page_parameters_are_the_build_parameters_with_checked_overrides():
     assert page_parameters("p3_tables", "smoke") == NOTEBOOKS["p3_tables"]["smoke"]
@@ -125,6 +148,17 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     html = build.BOOK_DIR / "_build" / "html"
     for name in NOTEBOOKS:
         assert (html / f"{name}.html").is_file(), name
+    # every figure is shown large enough that its smallest font stays at 9 pt (12 CSS px) or more, at 1400 px
+    from repro.book.notebook import FIGURE_DPI, MIN_FONT_PT
+    from repro.book.screenshot import image_sizes
+
+    need = 12 / (MIN_FONT_PT * FIGURE_DPI / 72)  # the smallest display scale of a figure's pixels
+    sizes = image_sizes([html / f"{page}.html" for page in ("intro", *NOTEBOOKS)], width=1400)
+    figures = [(page, image) for page, images in sizes.items() for image in images if image["natural"] > 100]
+    assert len(figures) >= 10, sizes  # the pages' figures were measured
+    small = [(page, image["src"], round(image["shown"] / image["natural"], 2)) for page, image in figures
+             if image["shown"] / image["natural"] < need]
+    assert not small, f"figures shown too small to read (scale below {need:.2f}): {small}"
     for page in ("intro", *NOTEBOOKS):
         text = (html / f"{page}.html").read_text()
         assert "cdn." not in text and "googleapis" not in text, f"{page} loads something from the network"

@@ -15,6 +15,12 @@ from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
 from repro.store.paths import offline
 
+FIGURE_DPI = 120  # the pages' figures (rcParams in quiet)
+MIN_FONT_PT = 9  # the smallest font a figure uses: quiet's sizes and every size a page sets (tested), so that a
+# figure shown at the text column's width (book/_static/book.css) keeps its text at 9 pt or more when it is at most
+# COLUMN_INCHES wide (the smoke book's test measures every rendered image in Chromium)
+COLUMN_INCHES = 8.0
+
 
 def check_page(namespace: dict, name: str) -> dict:
     """Check page ``name``'s parameters as they stand in the notebook's ``namespace`` (``globals()``, after
@@ -53,8 +59,9 @@ def quiet() -> None:
         sys.modules.setdefault("rfc3987_syntax", None)
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
-    mpl.rcParams.update({"figure.dpi": 120, "savefig.dpi": 120, "font.size": 11, "axes.titlesize": 12,
-                         "axes.labelsize": 11, "legend.fontsize": 10})
+    mpl.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "font.size": 11, "axes.titlesize": 12,
+                         "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10, "ytick.labelsize": 10,
+                         "legend.title_fontsize": 10, "figure.titlesize": 12})
 
 
 def say(text: str, width: int = 78) -> None:

@@ -38,6 +38,44 @@ def rendered_dom(page: Path) -> str:
     return _run(["--dump-dom", Path(page).resolve().as_uri()])
 
 
+MEASURE = """<!doctype html><html><body style="margin:0"><pre id="sizes"></pre><script>
+var pages = {pages}, sizes = {{}}, left = pages.length;
+pages.forEach(function (name) {{
+  var frame = document.createElement("iframe");
+  frame.style = "border:0;display:block;width:{width}px;height:3000px";
+  frame.onload = function () {{
+    sizes[name] = Array.prototype.map.call(frame.contentDocument.querySelectorAll("img"), function (img) {{
+      return {{src: img.getAttribute("src"), natural: img.naturalWidth, shown: img.getBoundingClientRect().width}};
+    }});
+    if (--left === 0) document.getElementById("sizes").textContent = JSON.stringify(sizes);
+  }};
+  frame.src = name;
+  document.body.appendChild(frame);
+}});
+</script></body></html>"""
+
+
+def image_sizes(pages: list[Path], width: int = 1400) -> dict[str, list[dict]]:
+    """Every image of the rendered pages (one folder) laid out at ``width`` CSS pixels, by page file name: its
+    ``src``, natural width and displayed width (CSS pixels), measured by one Chromium run (a wrapper page beside
+    them loads each in a frame of that width)."""
+    import json
+    import re
+
+    pages = [Path(page).resolve() for page in pages]
+    folder = pages[0].parent
+    with tempfile.NamedTemporaryFile("w", suffix=".html", dir=folder, delete=False) as wrapper:
+        wrapper.write(MEASURE.format(pages=json.dumps([p.name for p in pages]), width=width))
+    try:
+        dom = _run([f"--window-size={width + 40},2000", "--dump-dom", Path(wrapper.name).as_uri()])
+    finally:
+        Path(wrapper.name).unlink()
+    found = re.search(r'<pre id="sizes">(.*?)</pre>', dom, re.S)
+    if not found or not found.group(1).strip():
+        raise RuntimeError(f"Chromium measured no image sizes in {folder}")
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
 def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2400) -> Path:
     png = Path(png).resolve()
     _run([f"--screenshot={png}", f"--window-size={width},{height}", Path(page).resolve().as_uri()])

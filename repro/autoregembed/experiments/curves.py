@@ -40,7 +40,7 @@ def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame
     dev Spearman of stage 2 (and of the contrastive baselines in ``contrastive``, a :func:`training_curves`
     frame, for the same steps)."""
     loss = next(c for c in curves.columns if c.startswith("train loss (rolling"))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+    fig, axes = plt.subplots(3, 1, figsize=(8, 10))  # one above the other: the column's width
     stage1, stage2 = curves[curves.stage == "compress"], curves[curves.stage == "align"]
     if len(stage1):
         sns.lineplot(data=stage1.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[0])
@@ -48,7 +48,7 @@ def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame
                      marker="o", linestyle="--", legend=False, ax=axes[0])
     if uninformative is not None:
         axes[0].axhline(uninformative, color="grey", linestyle=":", label="uninformative memory (held-out)")
-        axes[0].legend(fontsize=8)
+        axes[0].legend(fontsize=9)
     axes[0].set(title="stage 1: reconstruction (line: training, dashed: held-out)", ylabel="cross-entropy (nats/token)")
     if len(stage2):
         sns.lineplot(data=stage2.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[1],
@@ -60,7 +60,7 @@ def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame
             ["step", "validation_sts", "run"]]], ignore_index=True)
     if len(dev):
         sns.lineplot(data=dev, x="step", y="validation_sts", hue="run", marker="o", ax=axes[2])
-        sns.move_legend(axes[2], "upper left", bbox_to_anchor=(1.02, 1), frameon=False, fontsize=8)
+        sns.move_legend(axes[2], "best", frameon=False, fontsize=9)
     axes[2].set(title="STS-B dev during training", ylabel="Spearman x100")
     fig.tight_layout()
     return fig

@@ -501,7 +501,7 @@ def test_the_side_by_side_pages_render_from_an_empty_store(tmp_path, monkeypatch
     assert len(leaderboard.missing_rows(scores, rows)) == len(rows)
     costs = cost.stored_costs()
     assert costs.empty and cost.per_experiment(costs).empty and cost.per_run(costs).empty
-    cost.per_page(costs), cost.machines(costs)
+    cost.machines(costs)
 
 
 def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place_of_the_tables_rows(monkeypatch):

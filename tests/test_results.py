@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -65,9 +66,8 @@ def test_the_cost_page_sums_stored_timings_and_counts_untimed_results_as_unknown
     table = cost.per_experiment(costs)
     assert table.loc["autoreg_untrained", "timed"] == 0 and pd.isna(table.loc["autoreg_untrained", "hours (wall clock)"])
     assert table.loc["trained_runs", "hours (wall clock)"] == 1.0
-    pages = cost.per_page(costs)
-    assert pages.loc["p1_layerwise_mteb", "hours (wall clock)"] == 0.5
-    assert pages.loc["p3_tables", "untimed results"] == 1
+    assert cost.per_experiment(costs, {"layerwise": ["p1_layerwise_mteb"]}).loc["layerwise", "pages"] == \
+        "p1_layerwise_mteb"
     assert cost.per_run(costs)["training hours"].tolist() == [1.0]
     assert costs["cpu_model"].iloc[0] != "not recorded"  # provenance records it now
 
@@ -118,3 +118,60 @@ def test_file_digests_are_remembered_by_stat_and_a_rewritten_file_is_read_again(
     assert fingerprint.sha256_files([a, b], with_names=True) == real([a, b], True) != first
     with pytest.raises(FileNotFoundError):
         fingerprint.sha256_files([tmp_path / "missing.tsv"])
+
+
+def test_the_read_log_names_every_result_read_and_only_those_kept(tmp_path, monkeypatch):
+    from repro.store.results import READ_LOG_ENV, all_results, load_result, save_result
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
+    rows = pd.DataFrame({"task": ["STS12"], "main_score": [0.5]})
+    paths = [save_result("layerwise", {"task": t, "suite": s}, rows) for t, s in (("a", "small"), ("b", "full"))]
+    log = tmp_path / "reads.txt"
+    assert load_result("layerwise", {"task": "a", "suite": "small"}) is not None  # not logged: no log set
+    monkeypatch.setenv(READ_LOG_ENV, str(log))
+    load_result("layerwise", {"task": "a", "suite": "small"})
+    assert load_result("layerwise", {"task": "z", "suite": "small"}) is None  # not stored: nothing read
+    assert [r["params"]["task"] for r in all_results("layerwise", where=lambda p: p["suite"] == "full")] == ["b"]
+    assert log.read_text().splitlines() == [f"layerwise/{paths[0].stem}", f"layerwise/{paths[1].stem}"]
+
+
+def test_the_standard_build_records_what_a_page_read_and_the_rerun_tables_cost_it(tmp_path, monkeypatch):
+    from repro.book import build, page_costs
+    from repro.store.results import save_result
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setattr(build, "BOOK_DIR", tmp_path / "book")
+    monkeypatch.setattr(page_costs, "COSTS_FILE", tmp_path / "book" / "page_costs.json")
+    rows = pd.DataFrame({"task": ["STS12"], "main_score": [0.5]})
+    run = save_result("trained_runs", {"train": {"backbone": "x"}}, rows, timings={"train_seconds": 7200.0})
+    score = save_result("trained_scores", {"task": "STS12"}, rows)  # untimed
+    page_costs.record_page("p1_train", 12.34, [f"trained_runs/{run.stem}", f"trained_scores/{score.stem}",
+                                               f"trained_runs/{run.stem}"])
+    table = page_costs.page_costs()
+    row = table.loc["p1_train"]
+    assert (row["from the cache (s)"], row["results read"], row["from scratch (h)"], row["untimed results"],
+            row["training runs"]) == (12.3, 2, 2.0, 1, 1)
+    assert pd.isna(table.loc["intro", "from the cache (s)"])  # not recorded yet: no number
+    assert page_costs.experiment_pages() == {"trained_runs": ["p1_train"], "trained_scores": ["p1_train"]}
+    from repro.book.parameter_table import parameter_table
+
+    params = parameter_table()
+    assert params.loc["tasks", "type"] == "list of str or None" and "smollm2-135m" in params.loc["backbones", "values"]
+    assert set(params.index) == {p for profiles in build.NOTEBOOKS.values() for p in profiles["standard"]}
+    # a real page's standard build records its reads: p2_spectrum at its smoke scale, from the committed smoke store
+    import shutil
+
+    from repro.book import pages
+
+    store = tmp_path / "smoke"
+    shutil.copytree(Path(__file__).parent / "data" / "smoke_results", store)
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(store))
+    monkeypatch.setattr(build, "page_parameters", lambda name, profile, overrides=None:
+                        pages.page_parameters(name, "smoke", overrides))
+    build.execute("p2_spectrum", "standard", output_dir=build.BOOK_DIR)
+    recorded = json.loads(page_costs.COSTS_FILE.read_text())["p2_spectrum"]
+    lens = len(list((store / "embedfilter_lens").glob("*.json")))
+    assert recorded["seconds"] > 0 and set(recorded["experiments"]) == {"embedfilter_lens"}
+    assert 0 < recorded["experiments"]["embedfilter_lens"]["results"] <= lens
+    build.execute("p2_spectrum", "smoke", output_dir=build.BOOK_DIR)  # another profile: not the book's cost
+    assert json.loads(page_costs.COSTS_FILE.read_text())["p2_spectrum"] == recorded

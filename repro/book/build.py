@@ -29,9 +29,11 @@ import papermill
 from nbformat.v4 import new_markdown_cell, new_notebook
 
 from repro.book.dry_run import print_dry_run
+from repro.book.page_costs import record_page
 from repro.book.pages import NOTEBOOKS, PROFILES, READERS, page_parameters
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
+from repro.store.results import READ_LOG_ENV
 
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
@@ -90,14 +92,22 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
         return pending_page(name, PENDING[name], output_dir)
     output = output_dir / f"{name}.ipynb"
     output_dir.mkdir(parents=True, exist_ok=True)
-    env_before = os.environ.get("REPRO_NOTEBOOK")
-    os.environ["REPRO_NOTEBOOK"] = name
+    env_before = {key: os.environ.get(key) for key in ("REPRO_NOTEBOOK", READ_LOG_ENV)}
+    reads = Path(tempfile.mkstemp(prefix=f"{name}-reads-")[1])
+    os.environ.update({"REPRO_NOTEBOOK": name, READ_LOG_ENV: str(reads)})  # the kernel inherits them
+    start = time.perf_counter()
     try:
         papermill.execute_notebook(str(NOTEBOOKS_DIR / f"{name}.ipynb"), str(output), parameters=params,
                                    kernel_name="python3", cwd=str(REPO_ROOT), progress_bar=False)
+        if profile == "standard" and not overrides and not recompute and output_dir == BOOK_DIR:
+            record_page(name, time.perf_counter() - start, reads.read_text().splitlines())
     finally:
-        if env_before is None:
-            os.environ.pop("REPRO_NOTEBOOK", None)
+        reads.unlink(missing_ok=True)
+        for key, value in env_before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     nb = nbformat.read(output, as_version=4)
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])

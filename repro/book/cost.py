@@ -3,8 +3,8 @@ timings and its provenance (machine, date, commit). Nothing is measured here.
 
 * :func:`stored_costs`: one row per stored result: the experiment, the wall-clock seconds its computation took as
   stored (:func:`seconds_of`), the machine (CPU model and count, the fp32 GEMM rate where recorded) and the date.
-* :func:`per_experiment`, :func:`per_page` (through :data:`EXPERIMENT_PAGES`, which pages read an experiment),
-  :func:`per_run` (the training runs) and :func:`machines`.
+* :func:`per_experiment`, :func:`per_run` (the training runs) and :func:`machines`; what each page reads, and so
+  costs, is recorded by the build (:mod:`repro.book.page_costs`).
 
 Timings are wall-clock seconds of the computation that produced the result, measured by the code that stored
 it; results stored without a timing count as unknown, never as zero.
@@ -18,29 +18,6 @@ import pandas as pd
 
 from repro.store.paths import results_dir
 
-# Which pages read each experiment's results (the book's pages, repro.book.pages). An experiment several pages
-# read counts in each of them on the per-page table.
-EXPERIMENT_PAGES: dict[str, tuple[str, ...]] = {
-    "p1_layer_correlation": ("p1_layer_correlation",),
-    "layerwise": ("p1_layerwise_mteb",),
-    "p1_massive_activations": ("p1_layerwise_mteb",),
-    "trained_runs": ("p1_train", "p1_tables", "p1_robustness", "p1_converged", "p3_tables", "p3_data_efficiency",
-                     "p3_converged"),
-    "trained_scores": ("p1_train", "p1_tables", "p1_robustness", "p1_converged", "p3_tables", "p3_data_efficiency",
-                       "p3_converged"),
-    "embedfilter": ("p2_main_table", "p2_filter_types", "p2_dimension_cost"),
-    "embedfilter_cost": ("p2_dimension_cost",),
-    "embedfilter_lens": ("p2_vocab_probe", "p2_spectrum"),
-    "autoreg_runs": ("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_converged"),
-    "autoreg_scores": ("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_converged"),
-    "autoreg_untrained": ("p3_tables", "p3_data_efficiency"),
-    "autoreg_uninformative": ("p3_tables",),
-    "autoreg_probe": ("p3_ablations",),
-    "autoreg_cost": ("p3_memory",),
-    "reference_minilm": ("reproducibility",),
-    "derived_stats": ("p2_filter_types", "p1_layerwise_mteb"),  # stored paired bootstraps (repro.core.derived)
-    "encode_rates": ("leaderboard",),
-}
 RUN_EXPERIMENTS = ("trained_runs", "autoreg_runs")
 WHOLE = ("total_seconds",)  # a timing that already covers the others of its record
 PARTS = ("train_seconds", "task_seconds", "seconds", "filter_build_seconds")
@@ -73,29 +50,15 @@ def stored_costs() -> pd.DataFrame:
                                        "date", "commit"])
 
 
-def per_experiment(costs: pd.DataFrame) -> pd.DataFrame:
-    """Per experiment: results stored, how many carry a timing, their hours, the first and last date."""
+def per_experiment(costs: pd.DataFrame, pages: dict[str, list[str]] | None = None) -> pd.DataFrame:
+    """Per experiment: results stored, how many carry a timing, their hours, the first and last date, and the pages
+    that read it (``pages``: :func:`repro.book.page_costs.experiment_pages`)."""
     grouped = costs.groupby("experiment")
     table = pd.DataFrame({"results": grouped.size(), "timed": grouped["seconds"].count(),
                           "hours (wall clock)": grouped["seconds"].sum(min_count=1) / 3600,
                           "first": grouped["date"].min(), "last": grouped["date"].max()})
-    table["pages"] = [", ".join(EXPERIMENT_PAGES.get(e, ("(no page)",))) for e in table.index]
+    table["pages"] = [", ".join((pages or {}).get(e, [])) or "(no page)" for e in table.index]
     return table.sort_values("hours (wall clock)", ascending=False)
-
-
-def per_page(costs: pd.DataFrame) -> pd.DataFrame:
-    """Per page: the hours of the experiments it reads (timed results only) and how many results lack a
-    timing. An experiment several pages share counts in each."""
-    experiments = per_experiment(costs)
-    rows = []
-    pages = sorted({p for ps in EXPERIMENT_PAGES.values() for p in ps})
-    for page in pages:
-        read = [e for e, ps in EXPERIMENT_PAGES.items() if page in ps and e in experiments.index]
-        part = experiments.loc[read]
-        rows.append({"page": page, "experiments": ", ".join(read), "results": int(part["results"].sum()),
-                     "untimed results": int((part["results"] - part["timed"]).sum()),
-                     "hours (wall clock)": float(part["hours (wall clock)"].sum())})
-    return pd.DataFrame(rows).set_index("page").sort_values("hours (wall clock)", ascending=False)
 
 
 def per_run(costs: pd.DataFrame) -> pd.DataFrame:

@@ -196,6 +196,10 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},
     },
+    "rerun": {  # reads what the standard build records of every page (repro.book.page_costs)
+        "smoke": {"profile": "smoke"},
+        "standard": {"profile": "standard"},
+    },
     "book_cost": {  # reads the timings and provenance of every stored result
         "smoke": {"profile": "smoke"},
         "standard": {"profile": "standard"},
@@ -229,7 +233,7 @@ PARAMETER_TYPES: dict[str, tuple] = {
 }
 # Pages that only read what the other pages store (a build running pages at once runs these after the others)
 READERS = ("leaderboard", "claims_ledger", "intro", "p1_summary", "p2_summary", "p3_converged", "p3_summary",
-           "book_cost")
+           "book_cost", "rerun")
 
 # `paper`: each page at its paper's scale (repro.book.paper_profile: HF ids, the real MTEB tasks, the official
 # batch sizes, steps and learning rates); the pages that only read stored results keep their standard parameters

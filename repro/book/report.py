@@ -14,7 +14,7 @@ from repro.store.results import all_results
 
 
 def reference_table() -> str:
-    records = [r for r in all_results(REFERENCE) if r["params"]["suite"] == "full"]
+    records = all_results(REFERENCE, where=lambda p: p["suite"] == "full")
     if not records:
         return "(no stored reference result: run `python -m repro.core.reference`)"
     record = records[-1]

@@ -8,6 +8,8 @@ after scripts ran (to check that MathJax typeset the math offline and that figur
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -59,9 +61,6 @@ def image_sizes(pages: list[Path], width: int = 1400) -> dict[str, list[dict]]:
     """Every image of the rendered pages (one folder) laid out at ``width`` CSS pixels, by page file name: its
     ``src``, natural width and displayed width (CSS pixels), measured by one Chromium run (a wrapper page beside
     them loads each in a frame of that width)."""
-    import json
-    import re
-
     pages = [Path(page).resolve() for page in pages]
     folder = pages[0].parent
     with tempfile.NamedTemporaryFile("w", suffix=".html", dir=folder, delete=False) as wrapper:

@@ -182,7 +182,7 @@ def store(rates: pd.DataFrame, backbone: str, repeats: int, sentences: int, docu
 
 def stored_rates(backbone: str = "smollm2-135m") -> pd.DataFrame:
     """The latest stored measurement for ``backbone`` (empty when none): one row per method."""
-    records = [r for r in all_results(EXPERIMENT) if r["params"]["backbone"] == backbone]
+    records = all_results(EXPERIMENT, where=lambda p: p["backbone"] == backbone)
     if not records:
         return pd.DataFrame(columns=["method", "label", "seconds", "text tokens/s", "speed vs last token"])
     latest = max(records, key=lambda r: r["provenance"]["date"])

@@ -186,12 +186,12 @@ def stored_scores(suite: str = "compact", protocol: str = "mteb", tokenization: 
     """Every stored EmbedFilter row of a suite under one scoring protocol (:data:`PROTOCOLS`; the official one
     exists for clustering and pair classification only) and one tokenization, with backbone and prompt columns."""
     frames = []
-    for record in all_results(EXPERIMENT):
+    def wanted(p: dict) -> bool:
+        return (p["suite"] == suite and p["data"] == data_fingerprint(p["task"])
+                and p.get("protocol", "mteb") == protocol and p["encode"].get("tokenization", "pieces") == tokenization)
+
+    for record in all_results(EXPERIMENT, where=wanted):
         p = record["params"]
-        if p["suite"] != suite or p["data"] != data_fingerprint(p["task"]) or p.get("protocol", "mteb") != protocol:
-            continue
-        if p["encode"].get("tokenization", "pieces") != tokenization:
-            continue
         frame = pd.DataFrame(record["rows"])
         frame["backbone"], frame["prompt"] = p["backbone"], p["prompt"]
         frame["task_seconds_total"] = record["timings"]["task_seconds"]
@@ -224,13 +224,14 @@ def stored_pair_similarities(suite: str = "compact", tokenization: str = "pieces
                              ) -> dict[tuple[str, str, str, str], np.ndarray]:
     """(backbone, prompt, task, variant) -> per-pair cosine similarities of the STS tasks (one tokenization)."""
     out = {}
-    for record in all_results(EXPERIMENT):
+    def wanted(p: dict) -> bool:  # never pair stale data with gold
+        return (p["encode"].get("tokenization", "pieces") == tokenization and p["suite"] == suite
+                and p["data"] == data_fingerprint(p["task"]))
+
+    for record in all_results(EXPERIMENT, where=wanted):
         p = record["params"]
-        if p["encode"].get("tokenization", "pieces") != tokenization:
-            continue
-        if p["suite"] == suite and p["data"] == data_fingerprint(p["task"]):  # never pair stale data with gold
-            for variant, blob in record.get("pair_similarities", {}).items():
-                out[(p["backbone"], p["prompt"], p["task"], variant)] = decode_array(blob)
+        for variant, blob in record.get("pair_similarities", {}).items():
+            out[(p["backbone"], p["prompt"], p["task"], variant)] = decode_array(blob)
     return out
 
 

@@ -65,10 +65,8 @@ def stored_records(backbone_name: str, suite: str) -> dict[str, dict]:
     """The stored layerwise record per task for a backbone and suite (the one scoring most layers)."""
 
     best: dict[str, dict] = {}
-    for record in all_results(EXPERIMENT):
+    for record in all_results(EXPERIMENT, where=lambda p: p["backbone"] == backbone_name and p["suite"] == suite):
         p = record["params"]
-        if p["backbone"] != backbone_name or p["suite"] != suite:
-            continue
         n = len(p.get("scored_layers") or [])
         if p["task"] not in best or n > len(best[p["task"]]["params"].get("scored_layers") or []):
             best[p["task"]] = record
@@ -84,10 +82,8 @@ def compute_time(backbone_name: str, suite: str) -> pd.DataFrame:
     the calls of the record that scored the most layers, minus any encoding in it."""
 
     per_record = []
-    for record in all_results(EXPERIMENT):
+    for record in all_results(EXPERIMENT, where=lambda p: p["backbone"] == backbone_name and p["suite"] == suite):
         p = record["params"]
-        if p["backbone"] != backbone_name or p["suite"] != suite:
-            continue
         df = pd.DataFrame(record["rows"])
         calls = df.groupby(["layer", "pooling"], sort=False).agg(seconds=("seconds", "first"),
                                                                  first=("first_call_includes_encoding", "any"))

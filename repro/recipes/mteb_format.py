@@ -21,7 +21,7 @@ REFERENCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 def export_reference(folder: str | Path, suite: str = "full") -> Path:
     """The harness's stored MiniLM scores on ``suite`` (``repro harness``) as mteb results."""
-    records = [r for r in all_results(REFERENCE) if r["params"]["suite"] == suite]
+    records = all_results(REFERENCE, where=lambda p: p["suite"] == suite)
     if not records:
         raise ValueError(f"no stored MiniLM scores on the '{suite}' suite: run `repro harness --suite {suite}`")
     record = max(records, key=lambda r: len(r["rows"]))

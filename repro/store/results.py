@@ -144,6 +144,18 @@ def save_result(experiment: str, params: dict, rows: pd.DataFrame, *, timings: d
     return path
 
 
+READ_LOG_ENV = "REPRO_READ_LOG"  # a file: every stored result read is appended as a line "experiment/key"
+
+
+def _log_reads(experiment: str, paths) -> None:
+    """Append the results read to the read log (``REPRO_READ_LOG``; the book's build sets one per page, so that a
+    page's cost is the cost of the results it reads: :mod:`repro.book.page_costs`)."""
+    log = os.environ.get(READ_LOG_ENV)
+    if log and paths:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.writelines(f"{experiment}/{Path(p).stem}\n" for p in paths)
+
+
 def load_result(experiment: str, params: dict) -> dict | None:
     path = result_path(experiment, params)
     if not path.is_file():
@@ -151,6 +163,7 @@ def load_result(experiment: str, params: dict) -> dict | None:
     record = json.loads(path.read_text())
     if json.loads(json.dumps(record["params"], default=str)) != json.loads(json.dumps(params, default=str)):
         raise ValueError(f"{path} holds other parameters than asked (hash collision?)")
+    _log_reads(experiment, [path])
     return record
 
 
@@ -177,6 +190,11 @@ def load_or_compute(experiment: str, params: dict, compute: Callable[[], tuple[p
     return record
 
 
-def all_results(experiment: str) -> list[dict]:
+def all_results(experiment: str, where: Callable[[dict], bool] | None = None) -> list[dict]:
+    """Every stored result of ``experiment`` (``where``: only those whose params it accepts), in file order."""
     folder = results_dir() / experiment
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    records = [(p, json.loads(p.read_text())) for p in paths]
+    kept = [(p, r) for p, r in records if where is None or where(r["params"])]
+    _log_reads(experiment, [p for p, _ in kept])
+    return [r for _, r in kept]

@@ -108,4 +108,4 @@ def evaluate_budget_points(config: TrainConfig, suite: str = "small", tasks: Seq
 
 def stored_runs(backbone: str) -> list[dict]:
     """Every stored training record of contrastive models on ``backbone``."""
-    return [r for r in all_results(RUNS_EXPERIMENT) if r["params"]["train"]["backbone"] == backbone]
+    return all_results(RUNS_EXPERIMENT, where=lambda p: p["train"]["backbone"] == backbone)

@@ -113,10 +113,11 @@ def stored_untrained(backbone: str, suite: str = "compact", max_length: int = 51
     and ``max_length``, on the tasks' current data."""
     labels = {spec: label for label, spec in UNTRAINED.items()}
     found: dict[str, dict[str, dict]] = {label: {} for label in UNTRAINED}
-    for record in all_results(UNTRAINED_EXPERIMENT):
+    def wanted(p: dict) -> bool:
+        return ((p["prompt"], p["pooling"]) in labels and p["backbone"] == backbone and p["suite"] == suite
+                and p["max_length"] == max_length and p["data"] == data_fingerprint(p["task"]))
+
+    for record in all_results(UNTRAINED_EXPERIMENT, where=wanted):
         p = record["params"]
-        label = labels.get((p["prompt"], p["pooling"]))
-        if (label and p["backbone"] == backbone and p["suite"] == suite and p["max_length"] == max_length
-                and p["data"] == data_fingerprint(p["task"])):
-            found[label][p["task"]] = record
+        found[labels[(p["prompt"], p["pooling"])]][p["task"]] = record
     return found

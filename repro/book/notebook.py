@@ -10,9 +10,11 @@ import textwrap
 import warnings
 
 import matplotlib as mpl
+import pandas as pd
 
 from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
+from repro.core.verdicts import CONTRADICTED, SUPPORTED, is_tested
 from repro.store.paths import offline
 
 FIGURE_DPI = 120  # the pages' figures (rcParams in quiet)
@@ -68,6 +70,28 @@ def say(text: str, width: int = 78) -> None:
     """Print a long statement (e.g. a page's scale) wrapped, so the rendered page needs no scrolling."""
 
     print(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))
+
+
+def verdict_lead(claims, what: str = "comparisons") -> str:
+    """A page's finding in one sentence, from its claims table (the ``verdict at our scale`` column of
+    :func:`repro.core.comparison.claims_table` and its seeded forms): how many of its ``what`` are supported,
+    contradicted and otherwise, and the largest tested difference with its comparison."""
+    if claims is None or len(claims) == 0 or "verdict at our scale" not in claims:
+        return f"no {what} tested yet (their results are not stored)"
+    verdicts = claims["verdict at our scale"].astype(str)
+    supported, contradicted = int((verdicts == SUPPORTED).sum()), int((verdicts == CONTRADICTED).sum())
+    text = (f"of {len(claims)} {what}, {supported} {'is' if supported == 1 else 'are'} supported at our scale, "
+            f"{contradicted} contradicted and {len(claims) - supported - contradicted} neither (inconclusive or "
+            "untestable)")
+    tested = claims[verdicts.map(is_tested)] if "difference" in claims else claims.iloc[:0]
+    tested = tested[pd.to_numeric(tested["difference"], errors="coerce").notna()] if len(tested) else tested
+    if len(tested):
+        row = tested.loc[pd.to_numeric(tested["difference"]).abs().idxmax()]
+        label = row.get("comparison", row.get("claim (paper)", ""))
+        category = row.get("category")
+        where = f" ({category})" if isinstance(category, str) and category else ""
+        text += f"; the largest difference is {float(row['difference']):+.2f} points, {label}{where}"
+    return text
 
 
 CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "category", "paired": "tasks",

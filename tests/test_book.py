@@ -359,3 +359,20 @@ def test_a_readers_rerun_with_other_parameters_leaves_the_published_page_alone(t
     page = nbformat.read(tmp_path / "reruns" / "p2_spectrum.ipynb", as_version=4)
     assert '"smollm2-135m"' in page.cells[1].source or "smollm2-135m" in str(page.metadata.get("papermill", {}))
     assert not (tmp_path / "book").exists()
+
+
+def test_a_pages_lead_counts_its_verdicts_and_names_its_largest_tested_difference():
+    import pandas as pd
+
+    from repro.book.notebook import verdict_lead
+
+    claims = pd.DataFrame({"comparison": ["5 vs 1", "3 vs 1", "2 vs 1", "4 vs 1"],
+                           "category": ["STS", "Retrieval", None, "STS"],
+                           "difference": [-5.08, 1.2, float("nan"), 9.9],
+                           "verdict at our scale": ["contradicted", "supported", "untestable (one training run per "
+                                                    "method: no run-level test)", "not testable (the same model)"]})
+    assert verdict_lead(claims, "statements") == (
+        "of 4 statements, 1 is supported at our scale, 1 contradicted and 2 neither (inconclusive or untestable); "
+        "the largest difference is -5.08 points, 5 vs 1 (STS)")  # 9.9 was never tested: not the largest
+    assert verdict_lead(None) == verdict_lead(claims.iloc[:0]) == "no comparisons tested yet (their results are " \
+                                                                  "not stored)"

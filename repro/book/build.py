@@ -82,6 +82,14 @@ def _declares(name: str, parameter: str) -> bool:
                if "parameters" in cell.metadata.get("tags", []) for line in cell.source.splitlines() if "=" in line)
 
 
+def waiting_pages_note() -> str:
+    """One sentence for the rerun page: the standard pages that wait for training runs not committed yet, if any."""
+    if not PENDING:
+        return "Every standard page renders from committed results; none waits for a training run."
+    return (f"Standard pages whose long training runs are not committed yet ({', '.join(PENDING)}) render as a notice "
+            "with the command that computes them; `repro build --compute-pending` executes them for real.")
+
+
 def execute(name: str, profile: str, overrides: dict | None = None, recompute: bool = False,
             output_dir: Path = BOOK_DIR, compute_pending: bool = False) -> Path:
 

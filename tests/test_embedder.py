@@ -277,9 +277,16 @@ def test_every_command_answers_a_bad_input_with_one_line_no_traceback_and_a_nonz
         (["nosuchcommand"], "unknown command"),
     ]
     env = os.environ | {"REPRO_RESULTS_DIR": str(tmp_path / "results"), "REPRO_TRAINING": "refuse"}
-    for args, message in cases:
-        done = subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, env=env,
+
+    def run(args):
+        return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, env=env,
                               cwd=tmp_path, timeout=300)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # independent processes: one per core
+        results = list(pool.map(run, [args for args, _ in cases]))
+    for (args, message), done in zip(cases, results):
         assert done.returncode != 0, (args, done.stdout[-500:])
         assert "Traceback" not in done.stderr, (args, done.stderr[-2000:])
         last = [line for line in done.stderr.splitlines() if line.strip()][-1]

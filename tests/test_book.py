@@ -131,7 +131,7 @@ def test_wrong_parameter_type_fails_with_a_clear_message(tmp_path):
 
 @pytest.mark.integration
 def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
-    from repro.book.screenshot import rendered_dom, screenshot
+    from repro.book.screenshot import screenshot
 
     if shutil.which("chromium") is None:
         pytest.fail("headless Chromium is required for this test: apt-get install chromium")
@@ -148,40 +148,44 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     html = build.BOOK_DIR / "_build" / "html"
     for name in NOTEBOOKS:
         assert (html / f"{name}.html").is_file(), name
-    # every figure is shown large enough that its smallest font stays at 9 pt (12 CSS px) or more, at 1400 px
-    from repro.book.notebook import FIGURE_DPI, MIN_FONT_PT
-    from repro.book.screenshot import image_sizes
-
-    need = 12 / (MIN_FONT_PT * FIGURE_DPI / 72)  # the smallest display scale of a figure's pixels
-    sizes = image_sizes([html / f"{page}.html" for page in ("intro", *NOTEBOOKS)], width=1400)
-    figures = [(page, image) for page, images in sizes.items() for image in images if image["natural"] > 100]
-    assert len(figures) >= 10, sizes  # the pages' figures were measured
-    small = [(page, image["src"], round(image["shown"] / image["natural"], 2)) for page, image in figures
-             if image["shown"] / image["natural"] < need]
-    assert not small, f"figures shown too small to read (scale below {need:.2f}): {small}"
     for page in ("intro", *NOTEBOOKS):
         text = (html / f"{page}.html").read_text()
         assert "cdn." not in text and "googleapis" not in text, f"{page} loads something from the network"
-    intro = rendered_dom(html / "intro.html")
-    assert "mjx-container" in intro, "MathJax did not typeset the math (served locally)"
-    figure_page = rendered_dom(html / "p1_layer_correlation.html")
-    assert "mjx-container" in figure_page and "<img" in figure_page
-    assert "<img" in rendered_dom(html / "p1_layerwise_mteb.html")
-    main_table = rendered_dom(html / "p2_main_table.html")
+    # every page rendered by one Chromium run at 1400 px: its DOM after its scripts (MathJax) ran, and its images
+    from repro.book.notebook import FIGURE_DPI, MIN_FONT_PT
+    from repro.book.screenshot import rendered_pages
+
+    rendered = rendered_pages([html / f"{page}.html" for page in ("intro", *NOTEBOOKS)], width=1400)
+
+    def dom(page: str) -> str:
+        return rendered[f"{page}.html"]["dom"]
+
+    # every figure is shown large enough that its smallest font stays at 9 pt (12 CSS px) or more
+    need = 12 / (MIN_FONT_PT * FIGURE_DPI / 72)  # the smallest display scale of a figure's pixels
+    figures = [(page, image) for page, shown in rendered.items() for image in shown["images"]
+               if image["natural"] > 100]
+    assert len(figures) >= 10, {page: shown["images"] for page, shown in rendered.items()}  # measured
+    small = [(page, image["src"], round(image["shown"] / image["natural"], 2)) for page, image in figures
+             if image["shown"] / image["natural"] < need]
+    assert not small, f"figures shown too small to read (scale below {need:.2f}): {small}"
+    assert "mjx-container" in dom("intro"), "MathJax did not typeset the math (served locally)"
+    assert "mjx-container" in dom("p1_layer_correlation") and "<img" in dom("p1_layer_correlation")
+    assert "<img" in dom("p1_layerwise_mteb")
+    main_table = dom("p2_main_table")
     assert "mjx-container" in main_table and "<img" in main_table and "54.57" in main_table  # quoted paper number
     for page in ("p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"):
-        assert "<img" in rendered_dom(html / f"{page}.html"), page
-    assert "verdict (edge/2 is the best)" in rendered_dom(html / "p2_filter_types.html")
-    tables = rendered_dom(html / "p3_tables.html")
+        assert "<img" in dom(page), page
+    assert "verdict (edge/2 is the best)" in dom("p2_filter_types")
+    tables = dom("p3_tables")
     assert "mjx-container" in tables and "83.24" in tables and "AutoRegEmbed" in tables  # quoted, labelled
-    assert "<img" in rendered_dom(html / "p3_data_efficiency.html") and "<img" in rendered_dom(html / "p3_memory.html")
-    assert "79.82" in rendered_dom(html / "p3_ablations.html")  # the paper's KL variant, quoted
-    summary = rendered_dom(html / "p3_summary.html")
+    assert "<img" in dom("p3_data_efficiency") and "<img" in dom("p3_memory")
+    assert "79.82" in dom("p3_ablations")  # the paper's KL variant, quoted
+    summary = dom("p3_summary")
     assert "What did not reproduce" in summary and "verdict at our scale" in summary and "83.24" in summary
     png = screenshot(html / "p1_layer_correlation.html", tmp_path / "figure.png")
     assert png.stat().st_size > 50_000
     for page in ("intro", *NOTEBOOKS):  # no stale or dead text on any page
-        stale = stale_text(rendered_dom(html / f"{page}.html"))
+        stale = stale_text(dom(page))
         assert not stale, (page, stale)
     # the numbers two pages share come from one function: the intro's counts are the ledger's, and each paper's
     # summary counts a part of them

@@ -8,6 +8,7 @@ after scripts ran (to check that MathJax typeset the math offline and that figur
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import shutil
@@ -40,39 +41,53 @@ def rendered_dom(page: Path) -> str:
     return _run(["--dump-dom", Path(page).resolve().as_uri()])
 
 
-MEASURE = """<!doctype html><html><body style="margin:0"><pre id="sizes"></pre><script>
-var pages = {pages}, sizes = {{}}, left = pages.length;
+MEASURE = """<!doctype html><html><body style="margin:0"><pre id="out"></pre><script>
+var pages = {pages}, left = pages.length, frames = {{}};
+function collect() {{
+  var out = {{}};
+  pages.forEach(function (name) {{
+    var doc = frames[name].contentDocument;
+    out[name] = {{dom: doc.documentElement.outerHTML,
+                 images: Array.prototype.map.call(doc.querySelectorAll("img"), function (img) {{
+                   return {{src: img.getAttribute("src"), natural: img.naturalWidth,
+                           shown: img.getBoundingClientRect().width}};
+                 }})}};
+  }});
+  document.getElementById("out").textContent = JSON.stringify(out);
+}}
 pages.forEach(function (name) {{
   var frame = document.createElement("iframe");
   frame.style = "border:0;display:block;width:{width}px;height:3000px";
-  frame.onload = function () {{
-    sizes[name] = Array.prototype.map.call(frame.contentDocument.querySelectorAll("img"), function (img) {{
-      return {{src: img.getAttribute("src"), natural: img.naturalWidth, shown: img.getBoundingClientRect().width}};
-    }});
-    if (--left === 0) document.getElementById("sizes").textContent = JSON.stringify(sizes);
-  }};
+  frame.onload = function () {{ if (--left === 0) setTimeout(collect, {settle}); }};  // scripts (MathJax) settle
   frame.src = name;
+  frames[name] = frame;
   document.body.appendChild(frame);
 }});
 </script></body></html>"""
 
 
-def image_sizes(pages: list[Path], width: int = 1400) -> dict[str, list[dict]]:
-    """Every image of the rendered pages (one folder) laid out at ``width`` CSS pixels, by page file name: its
-    ``src``, natural width and displayed width (CSS pixels), measured by one Chromium run (a wrapper page beside
-    them loads each in a frame of that width)."""
+def rendered_pages(pages: list[Path], width: int = 1400, settle_ms: int = 4000) -> dict[str, dict]:
+    """Every page (one folder) rendered by ONE Chromium run in a frame ``width`` CSS pixels wide, by file name:
+    ``dom``, its DOM after its scripts ran (MathJax included: collected ``settle_ms`` of virtual time after the last
+    frame loaded), and ``images``, each image's ``src``, natural width and displayed width (CSS pixels)."""
     pages = [Path(page).resolve() for page in pages]
     folder = pages[0].parent
     with tempfile.NamedTemporaryFile("w", suffix=".html", dir=folder, delete=False) as wrapper:
-        wrapper.write(MEASURE.format(pages=json.dumps([p.name for p in pages]), width=width))
+        wrapper.write(MEASURE.format(pages=json.dumps([p.name for p in pages]), width=width, settle=settle_ms))
     try:
         dom = _run([f"--window-size={width + 40},2000", "--dump-dom", Path(wrapper.name).as_uri()])
     finally:
         Path(wrapper.name).unlink()
-    found = re.search(r'<pre id="sizes">(.*?)</pre>', dom, re.S)
+    found = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
     if not found or not found.group(1).strip():
-        raise RuntimeError(f"Chromium measured no image sizes in {folder}")
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+        raise RuntimeError(f"Chromium rendered none of the pages in {folder}")
+    return json.loads(html.unescape(found.group(1)))
+
+
+def image_sizes(pages: list[Path], width: int = 1400) -> dict[str, list[dict]]:
+    """Every image of the rendered pages, by page file name: its ``src``, natural width and displayed width in a
+    frame ``width`` CSS pixels wide (:func:`rendered_pages`)."""
+    return {name: page["images"] for name, page in rendered_pages(pages, width).items()}
 
 
 def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2400) -> Path:

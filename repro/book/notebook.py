@@ -3,6 +3,7 @@ user typed), quiet logging, wrapped statements, and a claims table narrow enough
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import sys
@@ -11,6 +12,7 @@ import warnings
 
 import matplotlib as mpl
 import pandas as pd
+from IPython.display import HTML, display
 
 from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
@@ -70,6 +72,13 @@ def say(text: str, width: int = 78) -> None:
     """Print a long statement (e.g. a page's scale) wrapped, so the rendered page needs no scrolling."""
 
     print(textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False))
+
+
+def scale_box(text: str, deviations: pd.DataFrame | None = None, title: str = "Scale and deviations") -> None:
+    """The page's scale sentence (and a deviations table) in a collapsed box, so the finding, figure and table
+    lead the page and the details are one click away."""
+    body = f"<p>{html.escape(text)}</p>" + (deviations.to_html(index=False) if deviations is not None else "")
+    display(HTML(f"<details><summary>{html.escape(title)}</summary>{body}</details>"))
 
 
 def verdict_lead(claims, what: str = "comparisons") -> str:

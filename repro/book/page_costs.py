@@ -23,6 +23,11 @@ from repro.store.paths import REPO_ROOT, results_dir
 COSTS_FILE = REPO_ROOT / "book" / "page_costs.json"
 
 
+def recorded() -> dict:
+    """What the standard build recorded, by page (empty before its first build)."""
+    return json.loads(COSTS_FILE.read_text()) if COSTS_FILE.is_file() else {}
+
+
 def _seconds(path: Path) -> float | None:
     return seconds_of(json.loads(path.read_text()).get("timings") or {}) if path.is_file() else None
 
@@ -38,7 +43,7 @@ def record_page(name: str, seconds: float, reads: list[str]) -> None:
         entry["results"] += 1
         entry["seconds"] = round(entry["seconds"] + (stored or 0.0), 1)
         entry["untimed"] += stored is None
-    costs = json.loads(COSTS_FILE.read_text()) if COSTS_FILE.is_file() else {}
+    costs = recorded()
     costs[name] = {"seconds": round(float(seconds), 1), "experiments": experiments}
     write_json(COSTS_FILE, dict(sorted(costs.items())))
 
@@ -47,7 +52,7 @@ def page_costs() -> pd.DataFrame:
     """Per page of the book (in book order): its build seconds from the cache, the results it reads, their stored
     hours from scratch (and how many carry no timing) and the training runs among them. A page the build has not
     recorded yet has empty cells."""
-    costs = json.loads(COSTS_FILE.read_text()) if COSTS_FILE.is_file() else {}
+    costs = recorded()
     rows = []
     for name in NOTEBOOKS:
         entry = costs.get(name)
@@ -67,7 +72,7 @@ def page_costs() -> pd.DataFrame:
 
 def experiment_pages() -> dict[str, list[str]]:
     """The pages (in book order) that read each experiment's results, as the build recorded them."""
-    costs = json.loads(COSTS_FILE.read_text()) if COSTS_FILE.is_file() else {}
+    costs = recorded()
     out: dict[str, list[str]] = {}
     for name in NOTEBOOKS:
         for experiment in sorted(costs.get(name, {}).get("experiments", {})):

@@ -62,6 +62,12 @@ class Row:
 EMPTY = ["method", "task", "category", "score"]
 
 
+def _task_frame(key: str, per_task: pd.Series) -> pd.DataFrame:
+    """A row's per-task scores (x100, indexed by task) as the leaderboard's frame."""
+    return pd.DataFrame({"method": key, "task": per_task.index,
+                         "category": [TASKS[t].category for t in per_task.index], "score": per_task.values})
+
+
 def _untrained(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     found = stored_untrained(backbone, SUITE)
     out = {}
@@ -85,9 +91,7 @@ def _embedfilter(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
             per_task = part.groupby("task")["main_score"].mean() * 100
             row = Row(label, name + (" + EF" if suffix else ""), "2",
                       f"repro embedfilter --prompt {prompt} --suite compact", key, True)
-            out[key] = row, pd.DataFrame({"method": key, "task": per_task.index,
-                                          "category": [TASKS[t].category for t in per_task.index],
-                                          "score": per_task.values})
+            out[key] = row, _task_frame(key, per_task)
     return out
 
 
@@ -250,9 +254,7 @@ def _minilm() -> dict[str, tuple[Row, pd.DataFrame]]:
         if record["params"]["suite"] == SUITE:
             rows = pd.DataFrame(record["rows"])
             per_task = rows.groupby("task")["main_score"].mean() * 100
-            return {"minilm": (row, pd.DataFrame({"method": "minilm", "task": per_task.index,
-                                                  "category": [TASKS[t].category for t in per_task.index],
-                                                  "score": per_task.values}))}
+            return {"minilm": (row, _task_frame("minilm", per_task))}
     return {"minilm": (row, pd.DataFrame(columns=EMPTY))}
 
 

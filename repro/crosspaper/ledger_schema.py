@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.verdicts import TASKS_TEST
+from repro.core.verdicts import CONTRADICTED, SUPPORTED, TASKS_TEST
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin"]
@@ -43,7 +43,7 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         "margin": claims["margin"] if "margin" in claims else float("nan")})
 
 
-MEASURED = {"holds (measured)": "supported", "does not hold (measured)": "contradicted"}
+MEASURED = {"holds (measured)": SUPPORTED, "does not hold (measured)": CONTRADICTED}
 
 
 def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str, page: str) -> pd.DataFrame:

@@ -91,7 +91,7 @@ def measure_autoreg(rows: list[list[dict]], repeats: int, fused: bool = False) -
     one encoder and one decoder call per step."""
     config = AlignConfig(fused=fused)
     model = build_autoreg(config)
-    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    texts = TextIds.of(model.backbone.tokenizer, config)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr)
     batches = []
     for chunk in rows:

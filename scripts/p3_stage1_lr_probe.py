@@ -38,7 +38,8 @@ def main(argv=None) -> None:
 
     base = dict(backbone=args.backbone, steps=args.steps, batch_size=args.batch_size, finetune="full",
                 max_length=160, warmup_steps=min(5, args.steps - 1), validation_examples=args.validation_examples,
-                eval_every=args.steps, checkpoint_every=10 ** 9, max_grad_norm=args.max_grad_norm or None)
+                eval_every=args.steps, checkpoint_every=10 ** 9, max_grad_norm=args.max_grad_norm or None,
+                template="book")  # the stored probe's inputs
     print(f"{args.backbone}, {args.steps} steps x {args.batch_size}, held-out {args.validation_examples} examples, "
           f"gradient-norm clipping {args.max_grad_norm or 'off'}")
     reference = uninformative_reconstruction(CompressConfig(**base))  # stored (results/autoreg_uninformative)

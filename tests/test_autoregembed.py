@@ -222,7 +222,7 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
     config = _align(tiny_dir, _compress(tiny_dir), steps=2, checkpoint_every=5)
     frame = ar_scores.evaluate_autoreg(config, "smoke", ["STSBenchmark", "SciFact"], eval_max_length=64, progress=False)
     assert set(frame["task"]) == {"STSBenchmark", "SciFact"} and frame["main_score"].notna().all()
-    assert ar_config.PASSAGE_PROMPT in used and ar_config.QUERY_PROMPT in used
+    assert config.passage_prompt in used and ar_config.QUERY_PROMPT in used  # (the template's passage prompt)
     stages = sorted(r["params"]["stage"] for r in all_results(ar_train.RUNS_EXPERIMENT))
     assert stages == ["align", "compress"]  # stage 2 trained its stage 1 first
     scores = all_results(ar_scores.SCORES_EXPERIMENT)
@@ -295,12 +295,18 @@ def test_page_parameters_build_both_stage_configs_and_reject_wrong_types():
     good = dict(profile="smoke", backbone="smollm2-135m", suite="smoke", tasks=None, finetune="full",
                 compress_steps=3, compress_max_length=64, compress_lr=5e-4, compress_data="instruction", align_steps=2, align_lr=2e-5, warmup_steps=0, batch_size=2,
                 train_examples=8, validation_examples=4, validation_sts_pairs=8, validation_triplets=8, seed=1,
-                methods=None, recompute=False)
+                template="book", methods=None, recompute=False)
     compress, base = page_configs(**check_page(good, "p3_tables"))
     assert (compress.steps, compress.max_length, base.steps, base.train_examples, base.seed) == (3, 64, 2, 8, 1)
-    assert base.compress == compress
+    assert base.compress == compress and (base.template, compress.template) == ("book", "book")
     line = describe_scale(base, "smoke")
     assert "Stage 1: 3 steps x 2" in line and "Stage 2: 2 steps x 2" in line and "'smoke' suite" in line
+    assert "the book's input template instead of the official code's" in line
+    _, official = page_configs(**check_page(good | {"template": "official"}, "p3_tables"))
+    assert official.template == official.compress.template == "official"
+    assert "inputs written as the official code writes them" in describe_scale(official, "smoke")
+    with pytest.raises(ValueError, match="unknown template"):
+        page_configs(**check_page(good | {"template": "curly"}, "p3_tables"))
     for bad in (dict(align_lr="fast"), dict(batch_size=2.5), dict(tasks="STS12"), dict(compress_data=1)):
         with pytest.raises(TypeError, match="must be"):
             check_page(good | bad, "p3_tables")
@@ -463,25 +469,69 @@ def test_fused_passes_give_the_same_loss_and_gradients(tiny_dir, divergence, str
         torch.testing.assert_close(g2[name], g1[name], atol=1e-5, rtol=1e-4, msg=name)
 
 
-def test_the_official_quote_and_inference_template_are_available_as_declared_settings(tiny_dir):
-    from repro.autoregembed.config import OFFICIAL_INSTRUCTION
+def test_new_runs_write_their_inputs_as_the_official_code_and_the_earlier_runs_keep_their_keys(tiny_dir):
+    from repro.autoregembed.config import NEXT_INSTRUCTION, OFFICIAL_INSTRUCTION, with_template
     from repro.autoregembed.model import TextIds
     from repro.core.prompts import PROMPTS
+    from repro.store.identity import config_from_identity, config_identity
 
     assert OFFICIAL_INSTRUCTION.endswith("\u201c") and PROMPTS["autoregembed-passage-official"].template.endswith("\u201c")
     assert "autoregembed-query" not in PROMPTS  # the unused prompt that claimed to be official is gone
-    earlier = _align(tiny_dir, _compress(tiny_dir))
-    official = _align(tiny_dir, _compress(tiny_dir), instruction=OFFICIAL_INSTRUCTION, inference_newline=False,
-                      passage_prompt="autoregembed-passage-official")
-    from repro.store.identity import config_identity
-
-    assert "inference_newline" not in config_identity(earlier) and config_identity(official)["inference_newline"] is False
+    # new runs: the official template (curly quote, no inference newline, the official passage prompt)
+    official = _align(tiny_dir, _compress(tiny_dir))
+    assert (official.template, official.compress.template) == ("official", "official")
+    assert (official.instruction, official.inference_newline, official.passage_prompt) == (
+        OFFICIAL_INSTRUCTION, False, "autoregembed-passage-official")
+    identity = config_identity(official)
+    assert identity["template"] == identity["compress"]["template"] == "official"
+    # the earlier runs: the book's template is left out of the identity, so their stored keys are unchanged
+    book = _align(tiny_dir, _compress(tiny_dir, template="book"), template="book")
+    assert (book.instruction, book.inference_newline, book.passage_prompt) == (NEXT_INSTRUCTION, True,
+                                                                              "autoregembed-passage")
+    stored = config_identity(book)
+    assert "template" not in stored and "template" not in stored["compress"] and "inference_newline" not in stored
+    assert stored["instruction"] == NEXT_INSTRUCTION
+    assert config_from_identity(AlignConfig, stored) == book  # a stored identity loads as the book's run
+    assert with_template(book, "official") == official and with_template(official, "book") == book
+    # the book's template keeps its inference options; the official one has its own
+    assert config_identity(_align(tiny_dir, _compress(tiny_dir, template="book"), template="book",
+                                  inference_newline=False))["inference_newline"] is False
+    with pytest.raises(ValueError, match="official template has its own inference"):
+        _align(tiny_dir, _compress(tiny_dir), inference_newline=True)
+    with pytest.raises(ValueError, match="template"):
+        _align(tiny_dir, _compress(tiny_dir, template="book"))  # stage 2's template differs from stage 1's
+    with pytest.raises(ValueError, match="unknown template"):
+        _compress(tiny_dir, template="offical")
     with pytest.raises(ValueError, match="unknown prompt"):
-        _align(tiny_dir, _compress(tiny_dir), passage_prompt="nope")
-    texts = TextIds(tiny_backbone("llama").tokenizer, 64, 32)
-    with_newline = texts.encoder("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION)
-    without = texts.encoder("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION, newline=False)
-    assert with_newline == without + texts.newline
+        _align(tiny_dir, _compress(tiny_dir, template="book"), template="book", passage_prompt="nope")
+
+    tok = tiny_backbone("llama").tokenizer
+    ids = lambda text: tok(text, add_special_tokens=False).input_ids  # noqa: E731
+    bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    texts = TextIds(tok, 64, 32, "official")
+    # training: [BOS] + tok(text + "\\n") + tok(instruction + "\\n"), each piece on its own (both stages)
+    assert texts.stage2_input("A man plays.", OFFICIAL_INSTRUCTION) == [bos] + ids("A man plays.\n") + ids(
+        OFFICIAL_INSTRUCTION + "\n")
+    assert texts.stage1_input("Some context.", "") == [bos] + ids("Some context.\n") + ids("\n")
+    long = " ".join(["word"] * 200)  # the text is cut on the right; the instruction is kept whole
+    cut = texts.stage2_input(long, OFFICIAL_INSTRUCTION)
+    assert len(cut) == 64 and cut[-len(ids(OFFICIAL_INSTRUCTION + "\n")):] == ids(OFFICIAL_INSTRUCTION + "\n")
+    assert cut[1:4] == ids(long)[:3]
+    # inference: the filled template in one call, BOS first, cut on the right, no newline before the tokens
+    filled = "A man plays.\n" + OFFICIAL_INSTRUCTION
+    assert texts.inference_input("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION) == [bos] + ids(filled)
+    assert texts.inference_input(long, "autoregembed-instruction", OFFICIAL_INSTRUCTION) == [bos] + ids(long)[:63]
+    assert texts.inference_input("", "autoregembed-instruction", OFFICIAL_INSTRUCTION) == [bos] + ids(
+        "\n" + OFFICIAL_INSTRUCTION)
+    with pytest.raises(TypeError, match="texts must be str"):
+        texts.inference_input(None, "autoregembed-instruction", OFFICIAL_INSTRUCTION)
+    # the book's template: unchanged (the training newline, kept or left out at inference)
+    earlier = TextIds(tok, 64, 32)
+    with_newline = earlier.encoder("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION)
+    without = earlier.inference_input("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION, newline=False)
+    assert with_newline == without + earlier.newline
+    assert earlier.stage2_input("A man plays.", NEXT_INSTRUCTION) == earlier.encoder(
+        "A man plays.", "autoregembed-instruction", NEXT_INSTRUCTION)
 
 
 def test_under_the_budget_rule_stage_2_scores_its_reference_block_by_block_from_the_initial_model(tiny_dir, tmp_path):
@@ -499,7 +549,7 @@ def test_under_the_budget_rule_stage_2_scores_its_reference_block_by_block_from_
     # every block (after the first, from a rebuilt initial model) equals the initial model's scores at once
     initial = build_autoreg(config)
     ar_train._load_encoder_weights(initial, tmp_path / "c" / "final")
-    texts = TextIds(initial.backbone.tokenizer, config.max_length, config.target_max_length)
+    texts = TextIds.of(initial.backbone.tokenizer, config)
     rows, _ = ar_data.split_align(config)
     once = ar_objectives.reference_scores(initial, texts, [rows[i] for i in reference["index"]], config)
     for term, values in once.items():

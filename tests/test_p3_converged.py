@@ -31,13 +31,14 @@ def tiny_search(tiny_dir, monkeypatch):
     """A tiny stage 2 and a tiny contrastive baseline under the budget rule, standing in for the search's picks,
     and a page base whose own stage 1 is another one (as when dev selects the search's LoRA run, which has its
     own stage 1): compression only must be the selected run's stage 1."""
-    align = _align(tiny_dir, _compress(tiny_dir), steps=20, eval_every=2, checkpoint_every=2, stopping="dev",
-                   schedule="constant_with_warmup", data="nli-medi", fused=True)
+    # (the book's template, as the page's runs: on this tiny model its seed 1 does not dev-select step 0)
+    align = _align(tiny_dir, _compress(tiny_dir, template="book"), steps=20, eval_every=2, checkpoint_every=2,
+                   stopping="dev", schedule="constant_with_warmup", data="nli-medi", fused=True, template="book")
     baseline = replace(contrastive_config("mean, in-batch + hard negative", align), eval_every=2, checkpoint_every=2,
                        max_length=24)
     picks = {"autoregembed": align, "baseline": baseline}
     monkeypatch.setattr(converged, "selected_config", lambda side, base: picks[side])
-    base = replace(align, compress=_compress(tiny_dir, steps=4))
+    base = replace(align, compress=_compress(tiny_dir, steps=4, template="book"))
     return base, align, baseline
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from repro.core.prompts import get_prompt
+from repro.store.identity import config_from_identity
 from repro.training import budget
 from repro.training.loop import LoopSettings
 
@@ -30,6 +31,23 @@ NEXT_INSTRUCTION = 'This sentence means in one word: "'  # the paper's I_next = 
 OFFICIAL_INSTRUCTION = "This sentence means in one word: \u201c"
 QUERY_PROMPT = "autoregembed-instruction"  # "{text}\n{instruction}" (+ the encoder's newline)
 PASSAGE_PROMPT = "autoregembed-passage"  # retrieval documents at inference
+OFFICIAL_PASSAGE_PROMPT = "autoregembed-passage-official"
+# How the encoder's inputs are written (repro.autoregembed.model.TextIds):
+# * "official" (new runs): the official code's form. Training inputs are [BOS] + tok(text + "\n") + tok(instruction +
+#   "\n"), each piece tokenized on its own, the text cut on the right (data.py:85-90 of both stages); BOS always,
+#   the tokenizer's own or, where it has none, its EOS. Stage 2's instruction ends with a curly quote (U+201C,
+#   run_condition_distribution_alignment.py:97). At inference the filled template is tokenized in one call, BOS in
+#   front, cut on the right at the inference length, with no newline before the compression tokens
+#   (eval_autoregembed.py:236-243, :290, :312); documents get the curly-quote passage prompt.
+# * "book": the book's earlier runs (every run stored before this setting existed): a straight quote, prompt-aware
+#   tokenization that keeps the text's head and tail, BOS only where the tokenizer adds one, and the training
+#   newline before the compression tokens at inference too.
+TEMPLATES = ("official", "book")
+TEMPLATE_SETTINGS = {  # stage 2's instruction and inference settings under each template
+    "official": {"instruction": OFFICIAL_INSTRUCTION, "inference_newline": False,
+                 "passage_prompt": OFFICIAL_PASSAGE_PROMPT},
+    "book": {"instruction": NEXT_INSTRUCTION, "inference_newline": True, "passage_prompt": PASSAGE_PROMPT},
+}
 
 
 @dataclass
@@ -49,6 +67,10 @@ class StageConfig(LoopSettings):
     max_length: int = 64  # encoder input tokens, compression tokens excluded
     target_max_length: int = 48
     max_grad_norm: float | None = 1.0  # clip the global gradient norm (the transformers Trainer's default); None: off
+    template: str = "official"  # TEMPLATES: how the encoder's inputs are written; "book" = the earlier runs
+
+    # the runs stored before `template` existed are the book's template (repro.store.identity.legacy_value)
+    LEGACY: ClassVar[dict] = {"template": "book"}
 
     def __post_init__(self):
         _check_common(self)
@@ -59,7 +81,7 @@ class CompressConfig(StageConfig):
     """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
     model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation", "template")
 
     steps: int = 200
     lr: float = 1e-4
@@ -91,23 +113,32 @@ class AlignConfig(StageConfig):
     reference_sign: str = "paper"
     strategy: int = 0  # 0 = the paper's loss; 1..4 = the appendix's alternatives
     anchor_weight: float = 0.5  # strategy 2: weight of the d+ anchor (1 - weight on the q anchor)
-    instruction: str = NEXT_INSTRUCTION
+    instruction: str = ""  # stage 2's I_next; "" = the template's (TEMPLATE_SETTINGS)
     fused: bool = False  # True: one encoder and one decoder call per step (objectives.alignment_log_probs)
     stopping: str = "fixed"  # "fixed": train `steps`; "dev": the declared budget rule (repro.training.budget)
-    # inference as the official evaluation: "{text}\n{instruction}" WITHOUT the trailing newline training appends
-    # before the compression tokens (False), and its passage prompt for retrieval documents
-    inference_newline: bool = True
-    passage_prompt: str = PASSAGE_PROMPT
+    # the book's template only: inference WITHOUT the trailing newline training appends before the compression tokens
+    # (False, as the official evaluation), and the passage prompt of retrieval documents; None / "" = the template's
+    inference_newline: bool | None = None
+    passage_prompt: str = ""
 
     ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt", "stopping",
-                                              "accumulation")
+                                              "accumulation", "template")
+    LEGACY: ClassVar[dict] = {"template": "book", "inference_newline": True, "passage_prompt": PASSAGE_PROMPT}
 
     def __post_init__(self):
         if isinstance(self.compress, dict):
-            self.compress = CompressConfig(**self.compress)
+            self.compress = config_from_identity(CompressConfig, self.compress)
         _check_common(self)
+        for name, value in TEMPLATE_SETTINGS[self.template].items():  # the template's settings where left unset
+            if getattr(self, name) in ("", None):
+                setattr(self, name, value)
+        if not isinstance(self.inference_newline, bool):
+            raise ValueError(f"inference_newline must be true or false, got {self.inference_newline!r}")
+        if self.template == "official" and (self.inference_newline or self.passage_prompt != OFFICIAL_PASSAGE_PROMPT):
+            raise ValueError("the official template has its own inference (no newline, the curly-quote passage "
+                             "prompt); inference_newline and passage_prompt apply to template='book'")
         if self.compress is not None:
-            for name in ("backbone", "finetune", "compression_tokens"):
+            for name in ("backbone", "finetune", "compression_tokens", "template"):
                 if getattr(self.compress, name) != getattr(self, name):
                     raise ValueError(f"stage 2 {name}={getattr(self, name)!r} differs from stage 1's "
                                      f"{getattr(self.compress, name)!r}")
@@ -127,6 +158,8 @@ class AlignConfig(StageConfig):
 
 def _check_common(config) -> None:
     budget.check_settings(config)
+    if config.template not in TEMPLATES:
+        raise ValueError(f"unknown template '{config.template}'; valid: {', '.join(TEMPLATES)}")
     if config.finetune not in FINETUNE:
         raise ValueError(f"unknown finetune '{config.finetune}'; valid: {', '.join(FINETUNE)}")
     for name in ("compression_tokens", "steps", "batch_size", "max_length", "target_max_length", "eval_every",
@@ -147,3 +180,14 @@ def stage_of(config: CompressConfig | AlignConfig) -> str:
     if isinstance(config, CompressConfig):
         return "compress"
     raise TypeError(f"expected a CompressConfig or AlignConfig, got {type(config).__name__}")
+
+
+def with_template(config: CompressConfig | AlignConfig, template: str):
+    """``config`` with its inputs written under another template (both stages; stage 2's instruction and inference
+    settings become the template's)."""
+    if template not in TEMPLATES:
+        raise ValueError(f"unknown template '{template}'; valid: {', '.join(TEMPLATES)}")
+    if isinstance(config, CompressConfig):
+        return replace(config, template=template)
+    compress = None if config.compress is None else replace(config.compress, template=template)
+    return replace(config, template=template, compress=compress, **TEMPLATE_SETTINGS[template])

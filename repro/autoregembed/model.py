@@ -10,33 +10,49 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT
+from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, TEMPLATES
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
 from repro.core.embedder import Embedder
 from repro.core.encode import EncodeConfig
 from repro.core.inference import run_in_order
 from repro.core.prompts import get_prompt
-from repro.core.tokenization import Tokenizer, eos_id, pad_id
+from repro.core.tokenization import MAX_CHARS_PER_TOKEN, Tokenizer, eos_id, pad_id
 from repro.training.data import pad_right
 from repro.training.lora import add_lora
 
 
 class TextIds:
-    """Encoder inputs ``render(text) + "\\n"`` (prompt-aware truncation of :mod:`repro.core.encode`) and targets
-    ``text + EOS``, as lists of token ids."""
+    """The encoder's inputs and the decoder's targets (``text + EOS``), as lists of token ids, under a template
+    (:data:`repro.autoregembed.config.TEMPLATES`).
 
-    def __init__(self, tokenizer, max_length: int, target_max_length: int):
-        self.tok = tokenizer
+    * ``"book"``: ``render(text) + "\\n"`` with the prompt-aware truncation of :mod:`repro.core.encode` (head and
+      tail kept), BOS only where the tokenizer adds one; inference as training unless ``newline=False``.
+    * ``"official"``: training inputs ``[BOS] + tok(text + "\\n") + tok(instruction + "\\n")``, the pieces tokenized
+      on their own, the text cut on the right to fit ``max_length``; inference ``[BOS] + tok(filled template)`` in
+      one call, cut on the right at ``max_length``, no newline before the compression tokens."""
+
+    def __init__(self, tokenizer, max_length: int, target_max_length: int, template: str = "book"):
+        if template not in TEMPLATES:
+            raise ValueError(f"unknown template '{template}'; valid: {', '.join(TEMPLATES)}")
+        self.tok, self.template = tokenizer, template
         self.max_length, self.target_max_length = max_length, target_max_length
         self.newline = tokenizer("\n", add_special_tokens=False).input_ids
         self.eos = eos_id(tokenizer)
         self.pad = pad_id(tokenizer)
+        # the official code always puts the tokenizer's BOS first; a tokenizer without one gets its EOS there
+        self.bos = int(tokenizer.bos_token_id) if tokenizer.bos_token_id is not None else self.eos
         self._tokenizers: dict[str, Tokenizer] = {}
 
+    @classmethod
+    def of(cls, tokenizer, config, max_length: int | None = None) -> TextIds:
+        """The texts of a stage's ``config`` (its lengths and template; ``max_length``: another encoder length,
+        e.g. inference's)."""
+        return cls(tokenizer, max_length or config.max_length, config.target_max_length, config.template)
+
     def encoder(self, text: str, prompt: str = "none-noeos", instruction: str = "", newline: bool = True) -> list[int]:
-        """Token ids of ``prompt`` rendered with ``text`` (and ``instruction``), then a newline (training; the
-        official inference leaves it out: ``newline=False``)."""
+        """The book's template: token ids of ``prompt`` rendered with ``text`` (and ``instruction``), then a newline
+        (training; ``newline=False``: without it, as the official inference)."""
         key = f"{prompt}\0{instruction}"
         if key not in self._tokenizers:
             config = EncodeConfig(prompt=prompt, max_length=self.max_length - len(self.newline),
@@ -44,9 +60,39 @@ class TextIds:
             self._tokenizers[key] = Tokenizer(self.tok, get_prompt(prompt), config)
         return self._tokenizers[key](text).ids + (self.newline if newline else [])
 
+    def _pieces(self, text: str, instruction: str) -> list[int]:
+        """The official training input: ``[BOS] + tok(text + "\\n") + tok(instruction + "\\n")``."""
+        _check_text(text)
+        tail = self._ids(instruction + "\n")
+        budget = max(self.max_length - 1 - len(tail), 0)
+        return [self.bos] + self._ids(text[:budget * MAX_CHARS_PER_TOKEN] + "\n")[:budget] + tail
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tok(text, add_special_tokens=False).input_ids
+
+    def stage1_input(self, context: str, instruction: str) -> list[int]:
+        """Stage 1's encoder input: the context and its instruction (empty for the T0 prompts)."""
+        if self.template == "book":
+            return self.encoder(query_text(context, instruction))
+        return self._pieces(context, instruction)
+
+    def stage2_input(self, text: str, instruction: str) -> list[int]:
+        """Stage 2's encoder input: a query or a positive, then the next-token instruction."""
+        if self.template == "book":
+            return self.encoder(text, QUERY_PROMPT, instruction)
+        return self._pieces(text, instruction)
+
+    def inference_input(self, text: str, prompt: str, instruction: str = "", newline: bool = True) -> list[int]:
+        """The encoder input of an embedding (``newline``: the book's template only)."""
+        if self.template == "book":
+            return self.encoder(text, prompt, instruction, newline)
+        _check_text(text)
+        budget = self.max_length - 1
+        rendered = get_prompt(prompt).render(text[:budget * MAX_CHARS_PER_TOKEN], instruction)
+        return [self.bos] + self._ids(rendered)[:budget]
+
     def target(self, text: str) -> list[int]:
-        if not isinstance(text, str):
-            raise TypeError(f"texts must be str, got {type(text).__name__}")
+        _check_text(text)
         ids = self.tok(text, add_special_tokens=False).input_ids[:self.target_max_length - 1]
         return ids + [self.eos]
 
@@ -54,8 +100,13 @@ class TextIds:
         return pad_right(items, self.pad)
 
 
+def _check_text(text) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"texts must be str, got {type(text).__name__}")
+
+
 def query_text(text: str, instruction: str) -> str:
-    """``context \\n instruction`` (the encoder adds the final newline)."""
+    """``context \\n instruction`` (the book's template; the encoder adds the final newline)."""
     return f"{text}\n{instruction}" if instruction else text
 
 
@@ -156,7 +207,7 @@ def embed_texts(model: AutoRegModel, texts: TextIds, items: list[str], prompt: s
     tokens)."""
     if not items:
         return np.zeros((0, model.backbone.hidden_size), dtype=np.float32)
-    ids = [texts.encoder(t, prompt, instruction, newline) for t in items]
+    ids = [texts.inference_input(t, prompt, instruction, newline) for t in items]
     device = model.compression.device
 
     def forward(group: list[int]) -> np.ndarray:
@@ -173,10 +224,10 @@ class AutoRegEmbedder(Embedder):
 
     def __init__(self, model: AutoRegModel, max_length: int, target_max_length: int,
                  instruction: str = NEXT_INSTRUCTION, label: str = "autoregembed", digest: str = "",
-                 newline: bool = True, passage_prompt: str = PASSAGE_PROMPT):
+                 newline: bool = True, passage_prompt: str = PASSAGE_PROMPT, template: str = "book"):
         self.model, self.instruction, self.label, self.digest = model, instruction, label, digest
         self.newline, self.passage_prompt = newline, passage_prompt
-        self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length)
+        self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length, template)
 
     @property
     def dim(self) -> int:

@@ -66,9 +66,9 @@ def measure_here(objective: str, batch_size: int, backbone: str, steps: int, max
     else:
 
         config = AlignConfig(compress=None, backbone=backbone, finetune="lora", batch_size=batch_size,
-                             max_length=max_length)
+                             max_length=max_length, template="book")  # the stored measurements' inputs
         model = build_autoreg(config)
-        texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+        texts = TextIds.of(model.backbone.tokenizer, config)
 
         def loss_of(chunk):
             batch = align_batch(texts, chunk, config, "cpu")

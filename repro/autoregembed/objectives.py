@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from repro.autoregembed.config import QUERY_PROMPT, AlignConfig
+from repro.autoregembed.config import AlignConfig
 from repro.training.data import batch_indices
 
 if TYPE_CHECKING:  # type hints only: the model dispatches to these objectives
@@ -171,7 +171,7 @@ def align_batch(texts: TextIds, rows: list[dict], config: AlignConfig, device) -
     sources = sources_of(config.strategy)
     targets_needed = sorted({t for t, _ in STRATEGY_TERMS[config.strategy]})
     inputs = {s: [t.to(device) for t in texts.pad_batch(
-        [texts.encoder(r[names[s]], QUERY_PROMPT, config.instruction) for r in rows])] for s in sources}
+        [texts.stage2_input(r[names[s]], config.instruction) for r in rows])] for s in sources}
     targets = {t: [x.to(device) for x in texts.pad_batch([texts.target(r[names[t]]) for r in rows])]
                for t in targets_needed}
     tokens = sum(int(m.sum()) for _, m in inputs.values()) + sum(int(m.sum()) for _, m in targets.values())

@@ -34,7 +34,7 @@ TERMS = {("p", "q"): "log p(d+|e_q)", ("n", "q"): "log p(d-|e_q)", ("p", "p"): "
 def alignment_terms(model, config: AlignConfig, rows: list[dict]) -> pd.DataFrame:
     """Per triplet of ``rows``: the four summed log-probabilities of :data:`TERMS` under ``model`` (the same
     prompts, instruction and truncation as stage 2's loss; strategy 3 computes all four)."""
-    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    texts = TextIds.of(model.backbone.tokenizer, config)
     scores = reference_scores(model, texts, rows, AlignConfig(**(vars(config) | {"strategy": 3})))
     return pd.DataFrame({label: scores[term].numpy() for term, label in TERMS.items()})
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig, stage_of
 from repro.autoregembed.data import read_stage1, split_align
-from repro.autoregembed.model import AutoRegModel, TextIds, build_autoreg, embed_texts, query_text
+from repro.autoregembed.model import AutoRegModel, TextIds, build_autoreg, embed_texts
 from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
 from repro.store.atomic import atomic_path, write_json
 from repro.store.fingerprint import weights_digest
-from repro.store.identity import config_identity
+from repro.store.identity import config_from_identity, config_identity
 from repro.store.runs import RunSpec, ensure_trained, run_folder_name
 from repro.training import budget
 from repro.training.data import batch_indices, validation_sts
@@ -49,7 +49,7 @@ def load_encoder(folder: str | Path, device: str | None = None) -> tuple[AutoReg
         raise FileNotFoundError(f"{folder} is not a saved AutoRegEmbed encoder (no config.json)")
     saved = json.loads((folder / "config.json").read_text())
     cls = AlignConfig if saved["stage"] == "align" else CompressConfig
-    config = cls(**{f.name: saved["config"][f.name] for f in fields(cls) if f.name in saved["config"]})
+    config = config_from_identity(cls, saved["config"])  # a setting the identity leaves out: the earlier runs' value
     model = build_autoreg(config, device=device)
     _load_encoder_weights(model, folder)
     model.eval()
@@ -75,7 +75,7 @@ def validation_reconstruction(model: AutoRegModel, texts: TextIds, rows: list[di
 
 
 def compress_batch(texts: TextIds, rows: list[dict], device) -> dict:
-    ids, mask = texts.pad_batch([texts.encoder(query_text(r["context"], r["instruction"])) for r in rows])
+    ids, mask = texts.pad_batch([texts.stage1_input(r["context"], r["instruction"]) for r in rows])
     t_ids, t_mask = texts.pad_batch([texts.target(r["output"]) for r in rows])
     return {"objective": "compress", "ids": ids.to(device), "mask": mask.to(device), "target_ids": t_ids.to(device),
             "target_mask": t_mask.to(device), "tokens": int(mask.sum() + t_mask.sum())}
@@ -86,7 +86,7 @@ def train_compression(config: CompressConfig, output: str | Path, progress: bool
     output = Path(output)
     accelerator = make_accelerator()
     model = build_autoreg(config, device=str(accelerator.device))
-    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    texts = TextIds.of(model.backbone.tokenizer, config)
     rows = read_stage1(config.data)
     held, train_rows = rows[:config.validation_examples], rows[config.validation_examples:]
     _check_divisible(config.batch_size, accelerator.num_processes)
@@ -116,7 +116,7 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
     # which stage-1 weights this run starts from (CPU training is not bit-reproducible across machines, so a
     # stage 1 retrained elsewhere is another starting point; the pages report it)
     initial_digest = weights_digest(model)
-    texts = TextIds(model.backbone.tokenizer, config.max_length, config.target_max_length)
+    texts = TextIds.of(model.backbone.tokenizer, config)
     train_rows, held = split_align(config)
     _check_divisible(config.batch_size, accelerator.num_processes)
 
@@ -184,7 +184,8 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
         return wrapped(batch), batch["tokens"], config.batch_size
 
     def embed(core):
-        return lambda items: embed_texts(core, texts, items, QUERY_PROMPT, config.instruction)
+        return lambda items: embed_texts(core, texts, items, QUERY_PROMPT, config.instruction,
+                                         newline=config.template == "book")  # (the book's dev: training's form)
 
     def evaluate(core):
         return {"validation_sts": validation_sts(embed(core), config.validation_sts_pairs, config.seed)}

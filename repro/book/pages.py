@@ -32,11 +32,11 @@ P3_STAGES = {
     "smoke": {"backbone": "smollm2-135m", "finetune": "full", "compress_steps": 1, "compress_max_length": 64,
               "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 1, "align_lr": 5e-06,
               "warmup_steps": 0, "batch_size": 2, "train_examples": 8, "validation_examples": 4,
-              "validation_sts_pairs": 8, "validation_triplets": 8, "seed": 0},
+              "validation_sts_pairs": 8, "validation_triplets": 8, "seed": 0, "template": "book"},
     "standard": {"backbone": "smollm2-135m", "finetune": "full", "compress_steps": 300, "compress_max_length": 160,
                  "compress_lr": 1e-4, "compress_data": "instruction", "align_steps": 150, "align_lr": 5e-06,
                  "warmup_steps": 10, "batch_size": 8, "train_examples": 0, "validation_examples": 64,
-                 "validation_sts_pairs": 300, "validation_triplets": 300, "seed": 0},
+                 "validation_sts_pairs": 300, "validation_triplets": 300, "seed": 0, "template": "book"},
 }
 
 # Every notebook, in book order, with its parameters per profile. `paper` profiles only resolve.
@@ -225,7 +225,7 @@ PARAMETER_TYPES: dict[str, tuple] = {
     "finetune": (str, False), "compress_steps": (int, False), "compress_max_length": (int, False),
     "compress_lr": (float, False), "compress_data": (str, False), "align_steps": (int, False),
     "align_lr": (float, False), "warmup_steps": (int, False), "train_examples": (int, False),
-    "validation_examples": (int, False), "methods": ((list, str), True), "references": ((list, str), False),
+    "validation_examples": (int, False), "template": (str, False), "methods": ((list, str), True), "references": ((list, str), False),
     "sizes": ((list, int), False), "epochs": ((int, float), False), "variants": ((list, str), False),
     "temperatures": ((list, (int, float)), False), "betas": ((list, (int, float)), False),
     **{page: (dict, True) for page in ("tables", "data_efficiency", "ablations", "memory", "converged")},

@@ -83,7 +83,8 @@ _P1_TRAIN = {"steps": 1000, "batch_size": 8, "accumulation": 256, "max_length": 
 _P3 = {"backbone": P3_BACKBONE, "suite": "mteb", "finetune": "full", "compress_steps": 1000,
        "compress_max_length": 512, "compress_lr": 1e-5, "compress_data": "instruction", "align_steps": 1563,
        "align_lr": 5e-6, "warmup_steps": 50, "batch_size": 128, "train_examples": 0, "validation_examples": 64,
-       "validation_sts_pairs": 300, "validation_triplets": 300, "seed": 0, "tasks": P3_TASKS}
+       "validation_sts_pairs": 300, "validation_triplets": 300, "seed": 0, "tasks": P3_TASKS,
+       "template": "official"}
 
 PAPER: dict[str, dict] = {
     "p1_layer_correlation": {"backbones": P1_BACKBONES, "n_sentences": 1000},

@@ -12,12 +12,14 @@ from repro.autoregembed.experiments.baselines import evaluate_untrained
 from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.training.cli import argument_type
 
+SHARED = ("backbone", "finetune", "compression_tokens", "template")  # stage 1 takes these from stage 2's options
+
 
 def config_from_arguments(args: dict) -> CompressConfig | AlignConfig:
     """A stage-1 or stage-2 configuration from flat ``--option`` values (stage 1 options prefixed compress_)."""
     stage = args.pop("stage")
     compress = {f.name: args.pop(f"compress_{f.name}") for f in fields(CompressConfig)}
-    for name in ("backbone", "finetune", "compression_tokens"):  # shared; stage 1 keeps its own seed
+    for name in SHARED:  # shared; stage 1 keeps its own seed
         compress[name] = args[name]
     compress_config = CompressConfig(**compress)
     if stage == "compress":
@@ -34,10 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if f.name != "compress":
             parser.add_argument(f"--{f.name.replace('_', '-')}", type=argument_type(f.default), default=f.default)
     for f in fields(CompressConfig):
-        if f.name not in ("backbone", "finetune", "compression_tokens"):
+        if f.name not in SHARED:
             parser.add_argument(f"--compress-{f.name.replace('_', '-')}", dest=f"compress_{f.name}",
                                 type=argument_type(f.default), default=f.default)
-    for name in ("backbone", "finetune", "compression_tokens"):
+    for name in SHARED:
         parser.set_defaults(**{f"compress_{name}": None})
 
 

@@ -55,6 +55,16 @@ DATA_NAMES = {"nli": "SNLI", "nli-medi": "SNLI + MEDI-NLI"}  # stage 2's trainin
 DEVIATION_DATA = {"nli": "SNLI triplets", "nli-medi": "SNLI triplets and a sample of MEDI-NLI"}
 
 
+TEMPLATE_DEVIATION = {  # how the encoder's inputs are written (repro.autoregembed.config.TEMPLATES)
+    "book": "the book's input template instead of the official code's (a straight quote ending the instruction, "
+            "BOS only where the tokenizer adds one, which SmolLM2's does not, the text's head and tail kept, and the "
+            "training newline before the compression tokens kept at inference; the official code ends it with a curly "
+            "quote, always puts BOS first, cuts on the right and leaves the newline out at inference), ",
+    "official": "inputs written as the official code writes them (curly quote, BOS first, cut on the right, no "
+                "newline before the compression tokens at inference), ",
+}
+
+
 def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> str:
     """The scale and deviations line every Paper 3 page prints under its results, built from the configs
     (``contrastive``: also how the contrastive baselines are trained)."""
@@ -83,7 +93,7 @@ def describe_scale(base: AlignConfig, suite: str, contrastive: bool = True) -> s
                  f"schedule, InfoNCE at temperature {t.temperature} (Paper 1's trainer). ")
     return line + (
         f"Evaluated on the '{suite}' suite ({suite_caps_text(suite)}). Deviations from the paper: "
-        f"{base.backbone} instead of LLaMA2-7B, "
+        f"{base.backbone} instead of LLaMA2-7B, {TEMPLATE_DEVIATION[base.template]}"
         f"{DEVIATION_DATA.get(base.data, 'a sample of MEDI-NLI')} instead of 50k MEDI-NLI triplets, "
         f"{'T0/self-instruct' if compress is None or compress.data == 'instruction' else 'WikiText-2 autoencoding'} "
         "instead of PWC for stage 1, steps instead of epochs, a stage-1 lr ten times the official 1e-5 (at "

@@ -49,13 +49,14 @@ SIDES = ("autoregembed", "baseline")
 SIDE_NAMES = {"autoregembed": "AutoRegEmbed", "baseline": "contrastive baseline"}  # as the pages name them
 
 
-def base_config(backbone: str = "smollm2-135m", seed: int = 0, cap: int = CAP) -> AlignConfig:
+def base_config(backbone: str = "smollm2-135m", seed: int = 0, cap: int = CAP, template: str = "book") -> AlignConfig:
     """Stage 2 under the budget rule from the book's stage 1 (300 steps of the instruction data, lr 1e-4, batch
-    8, 160 tokens): batch 8, 10 warm-up steps, log-prob divergence, one fused encoder and decoder call a step."""
+    8, 160 tokens): batch 8, 10 warm-up steps, log-prob divergence, one fused encoder and decoder call a step
+    (``template``: the inputs' form, the book's for the searched runs)."""
     compress = CompressConfig(backbone=backbone, steps=300, batch_size=BATCH, lr=1e-4, max_length=160,
-                              validation_examples=64, warmup_steps=10, data="instruction")
+                              validation_examples=64, warmup_steps=10, data="instruction", template=template)
     align = AlignConfig(compress=compress, backbone=backbone, batch_size=BATCH, lr=5e-6, warmup_steps=10,
-                        validation_triplets=300, data=DATA, fused=True, seed=seed)
+                        validation_triplets=300, data=DATA, fused=True, seed=seed, template=template)
     return budget.under_budget_rule(align, cap)
 
 

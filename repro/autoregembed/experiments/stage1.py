@@ -29,12 +29,12 @@ def uninformative_reconstruction(compress: CompressConfig, recompute: bool = Fal
 
     identity = config_identity(compress)  # (a setting added later is in the key only when not at its default)
     params = {name: identity[name] for name in ("backbone", "compression_tokens", "max_length", "target_max_length",
-                                                "validation_examples", "data") if name in identity}
+                                                "validation_examples", "data", "template") if name in identity}
     # the untrained tokens do not depend on the seed, the lr or the steps: those are not in the key
 
     def compute():
         model = build_autoreg(compress)
-        texts = TextIds(model.backbone.tokenizer, compress.max_length, compress.target_max_length)
+        texts = TextIds.of(model.backbone.tokenizer, compress)
         loss = validation_reconstruction(model, texts, read_stage1(compress.data)[:compress.validation_examples],
                                          informative=False)
         return pd.DataFrame([{"validation_loss": loss}]), {}, {}

@@ -5,6 +5,7 @@ stage-2 curve, and the comparisons the page shows."""
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from test_autoregembed import _align, _compress
 
@@ -235,3 +236,34 @@ def test_the_earlier_verdicts_sit_beside_the_new_ones_matched_on_what_is_compare
     assert list(table["under the budget rule"]) == ["inconclusive (within the seed spread)", "contradicted",
                                                     "not scored yet"]
     assert (earlier_budget.with_earlier(earlier, pd.DataFrame())["under the budget rule"] == "not scored yet").all()
+
+
+def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_books(tiny_search):
+    from repro.autoregembed.experiments import template_check
+
+    base, align, _ = tiny_search
+    args = dict(suite=SUITE, tasks=TASKS)
+    converged.compute(base, (0,), sides=("autoregembed",), final_suite=SUITE, curve_suite=SUITE, tasks=TASKS,
+                      leaderboard_tasks=(), progress=False)
+    assert template_check.missing_work(base, **args) == [
+        f"compression only, official template, on {SUITE}", "the official template's stage 2 under the budget rule"]
+    assert template_check.compute(base, progress=False, **args) == []
+    configs = template_check.template_configs(base)
+    assert configs["book"] == align  # the page's seed-0 run, as stored
+    official = configs["official"]
+    assert (official.template, official.compress.template, official.lr, official.stopping) == (
+        "official", "official", align.lr, "dev")
+    scores = template_check.template_scores(base, **args)
+    names = set(template_check.TEMPLATE_NAMES.values())
+    assert set(zip(scores.template, scores.stage)) == {(t, s) for t in names for s in template_check.STAGES}
+    # the book's side is the page's own stored compression only and seed 0
+    book = scores[scores.template == "book template"].pivot_table(index="task", columns="stage", values="score")
+    page, _ = converged.final_scores(base, (0,), SUITE, TASKS)
+    for stage in template_check.STAGES:
+        expected = page[page.model == stage].set_index("task").score
+        assert np.allclose(book[stage].sort_index(), expected.sort_index())
+    table = template_check.template_comparison(scores)
+    assert list(table.stage.unique()) == list(template_check.STAGES) and (table.n <= len(TASKS)).all()
+    assert table.loc[table.n == 1, "no difference?"].str.startswith("untestable").all()  # one task: no test
+    assert set(template_check.selections(base).template) == names
+    assert set(template_check.dev_curves(base).template) == names

@@ -106,7 +106,7 @@ def stored_scores(config: AlignConfig | TrainConfig, suite: str, tasks: Sequence
     return stored_per_task(*_score_key(config), suite, tasks)
 
 
-def _run_record(config: AlignConfig | TrainConfig) -> dict | None:
+def run_record(config: AlignConfig | TrainConfig) -> dict | None:
     if isinstance(config, TrainConfig):
         return load_result(contrastive.RUNS_EXPERIMENT, {"train": config.identity()})
     return load_result(ar_train.RUNS_EXPERIMENT, ar_train.run_params(config))
@@ -115,13 +115,13 @@ def _run_record(config: AlignConfig | TrainConfig) -> dict | None:
 def selects_start(config: AlignConfig | TrainConfig) -> bool:
     """Whether ``config``'s stored stage-2 run dev-selected step 0, the stage-1 weights it started from (False for a
     contrastive baseline, or while the run is not stored)."""
-    record = _run_record(config) if isinstance(config, AlignConfig) else None
+    record = run_record(config) if isinstance(config, AlignConfig) else None
     return record is not None and record["summary"].get("selected_step") == 0
 
 
 def start_digest(config: AlignConfig) -> str:
     """The digest of the stage-1 weights ``config``'s stored stage-2 run started from."""
-    record = _run_record(config)
+    record = run_record(config)
     if record is None:
         raise LookupError(f"the stage-2 run of {config.lr:g}/{config.divergence} seed {config.seed} is not stored")
     return record["summary"]["initial_digest"]
@@ -152,7 +152,7 @@ def stage1_digests(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> dict[int,
     config = selected_configs(base)[AUTOREG]
     out = {}
     for seed in seeds if config is not None else ():
-        record = _run_record(at_seed(config, seed))
+        record = run_record(at_seed(config, seed))
         if record is not None and record["summary"].get("initial_digest"):
             out[seed] = record["summary"]["initial_digest"]
     return out
@@ -212,7 +212,7 @@ def run_table(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> pd.DataFrame:
     rows = []
     for label, config in selected_configs(base).items():
         for seed in seeds if config is not None else ():
-            record = _run_record(at_seed(config, seed))
+            record = run_record(at_seed(config, seed))
             if record is None:
                 continue
             rows.append({"method": label, "seed": seed, **run_budget(record)})
@@ -229,7 +229,7 @@ def budget_curves(base: AlignConfig, seed: int = 0, suite: str = CURVE_SUITE,
         if config is None:
             continue
         config = at_seed(config, seed)
-        record = _run_record(config)
+        record = run_record(config)
         experiment, identity = _score_key(config)
         curves[label] = stored_curve(experiment, identity, None if record is None else record["rows"], suite,
                                      tasks, label)
@@ -276,7 +276,7 @@ def missing_work(base: AlignConfig, seeds: Sequence[int] = SEEDS, final_suite: s
                  if s not in have and not (label == AUTOREG and s in start)]
     curves = budget_curves(base, 0, curve_suite, tasks)
     for label, config in selected.items():
-        record = _run_record(at_seed(config, 0))
+        record = run_record(at_seed(config, 0))
         expected = set() if record is None else set(budget.budget_points(
             record["summary"]["selected_step"], [s for s, _ in budget.evaluations(record["rows"])]))
         stored = set(curves[label][0].budget_step) if label in curves else set()
@@ -320,7 +320,7 @@ def compute(base: AlignConfig, seeds: Sequence[int] = SEEDS, sides: Sequence[str
         for seed in seeds:
             seeded = at_seed(config, seed)
             autoreg = isinstance(seeded, AlignConfig)
-            if autoreg and _run_record(seeded) is None:
+            if autoreg and run_record(seeded) is None:
                 ensure_trained(ar_train.run_spec(seeded, progress))
             if autoreg and selects_start(seeded):
                 check_start(seeded)  # its scores are compression only's, scored below from the same weights

@@ -1,0 +1,172 @@
+"""The official-template check of Paper 3 under the budget rule.
+
+The book's Paper 3 runs write AutoRegEmbed's encoder inputs in the book's template (a straight quote ending the
+instruction, BOS only where the tokenizer adds one, the training newline kept at inference: ``template="book"``,
+:data:`repro.autoregembed.config.TEMPLATES`). The official code writes them otherwise (a curly quote, BOS always,
+no newline at inference). This check trains the budget-rule page's stage 1 once more under the official template
+(seed 0), scores it as compression only on the page's tasks, and runs the dev-selected stage 2 from it under the
+budget rule; the tables set each beside the book's seed-0 runs.
+
+One training per template: the paired tests over tasks say how these two encoders differ, not how the templates
+would differ over retrainings (the run-to-run noise is not inside them), so the check carries no ledger verdict.
+It answers whether the template changes what the page concludes: whether stage 2 again dev-selects its start.
+
+Read from the result store only; :func:`main` trains and scores (``python -m
+repro.autoregembed.experiments.template_check``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import pandas as pd
+
+from repro.autoregembed import train as ar_train
+from repro.autoregembed.config import AlignConfig, with_template
+from repro.autoregembed.experiments import converged
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
+from repro.autoregembed.experiments.search import base_config
+from repro.core.scoring import stored_per_task
+from repro.core.verdicts import MARGIN, decide, tasks_test
+from repro.store.runs import ensure_trained
+from repro.training import budget
+from repro.training.budget_curves import task_frame
+
+SEED = 0
+TEMPLATE_NAMES = {"book": "book template", "official": "official template"}
+STAGES = (converged.COMPRESSION, converged.AUTOREG)
+
+
+def template_configs(base: AlignConfig) -> dict[str, AlignConfig] | None:
+    """Template -> the dev-selected AutoRegEmbed configuration at seed 0 (its ``compress`` is the stage 1), the
+    book's as stored and the same under the official template (None while the search is incomplete)."""
+    selected = converged.selected_configs(base)[converged.AUTOREG]
+    if selected is None:
+        return None
+    book = converged.at_seed(selected, SEED)
+    return {"book": book, "official": with_template(book, "official")}
+
+
+def _stage_scores(base: AlignConfig, config: AlignConfig, template: str, suite: str,
+                  tasks: Sequence[str]) -> dict[str, dict]:
+    """Stage -> the stored per-task records of ``config``'s stage 1 (compression only) and its stage 2 (a stage 2
+    that dev-selected step 0 *is* its stage 1: its scores are compression only's)."""
+    if template == "book":  # the page's own keys: compression only from the weights this run started from
+        digest = converged.stage1_digests(base, [SEED]).get(SEED)
+        stage1 = converged.compression_scores(config.compress, digest, suite, tasks)
+    else:
+        stage1 = stored_per_task(SCORES_EXPERIMENT, score_identity(config.compress, converged.EVAL_MAX_LENGTH),
+                                 suite, tasks)
+    record = converged.run_record(config)
+    if record is None:
+        return {converged.COMPRESSION: stage1}
+    stage2 = stage1 if converged.selects_start(config) else converged.stored_scores(config, suite, tasks)
+    return {converged.COMPRESSION: stage1, converged.AUTOREG: stage2}
+
+
+def template_scores(base: AlignConfig, suite: str = converged.FINAL_SUITE,
+                    tasks: Sequence[str] = converged.TASKS) -> pd.DataFrame:
+    """Per-task scores (template, stage, task, category, score x100) of both templates' stages, where every task
+    is stored."""
+    configs = template_configs(base)
+    frames = []
+    for template, config in (configs or {}).items():
+        for stage, records in _stage_scores(base, config, template, suite, tasks).items():
+            if len(records) == len(tasks):
+                frames.append(task_frame(records, template=TEMPLATE_NAMES[template], stage=stage))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["template", "stage", "task", "category", "score"])
+
+
+def template_comparison(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per stage and category (STS, retrieval, all tasks): the official template minus the book's, with the paired
+    tests over tasks (Wilcoxon for a difference, TOST against the declared margin for equivalence) and what they
+    say of "the template makes no difference" (``equal``) for these two trainings."""
+    rows = []
+    for stage in STAGES:
+        part = scores[scores.stage == stage]
+        if set(part.template) != set(TEMPLATE_NAMES.values()):
+            continue
+        wide = part.pivot_table(index=["task", "category"], columns="template", values="score").reset_index()
+        for category in ("STS", "Retrieval", None):
+            chosen = wide if category is None else wide[wide.category == category]
+            test = tasks_test(chosen[TEMPLATE_NAMES["official"]], chosen[TEMPLATE_NAMES["book"]], MARGIN)
+            rows.append({"stage": stage, "tasks": category or "all", "n": test["tasks"],
+                         "book": chosen[TEMPLATE_NAMES["book"]].mean(),
+                         "official": chosen[TEMPLATE_NAMES["official"]].mean(),
+                         "official − book": test["difference"], "wins": int((chosen[TEMPLATE_NAMES["official"]]
+                                                                              > chosen[TEMPLATE_NAMES["book"]]).sum()),
+                         "p (difference)": test["p (difference)"],
+                         "p (within ±1)": test.get("p within margin (equal)"),
+                         "no difference?": decide(test, "equal")})
+    return pd.DataFrame(rows)
+
+
+def dev_curves(base: AlignConfig) -> pd.DataFrame:
+    """Stage 2's dev signal (STS-B dev Spearman x100) per evaluated step under each template (stored runs)."""
+    rows = []
+    for template, config in (template_configs(base) or {}).items():
+        record = converged.run_record(config)
+        for step, signal in budget.evaluations(record["rows"]) if record else ():
+            rows.append({"template": TEMPLATE_NAMES[template], "step": step, "dev": signal})
+    return pd.DataFrame(rows, columns=["template", "step", "dev"])
+
+
+def selections(base: AlignConfig) -> pd.DataFrame:
+    """Per template, where stage 2 stopped and which step dev selected (step 0: stage 1 itself)."""
+    rows = []
+    for template, config in (template_configs(base) or {}).items():
+        record = converged.run_record(config)
+        if record is not None:
+            summary = record["summary"]
+            rows.append({"template": TEMPLATE_NAMES[template], "stopped at": summary["steps"],
+                         "selected step": summary["selected_step"], "dev at selection": summary["selected_signal"]})
+    return pd.DataFrame(rows, columns=["template", "stopped at", "selected step", "dev at selection"])
+
+
+def missing_work(base: AlignConfig, suite: str = converged.FINAL_SUITE,
+                 tasks: Sequence[str] = converged.TASKS) -> list[str]:
+    """What the check still lacks (empty: complete)."""
+    configs = template_configs(base)
+    if configs is None:
+        return ["the budget rule's AutoRegEmbed search"]
+    official = configs["official"]
+    stored = _stage_scores(base, official, "official", suite, tasks)
+    todo = [] if len(stored[converged.COMPRESSION]) == len(tasks) else [
+        f"{converged.COMPRESSION}, official template, on {suite}"]
+    if converged.AUTOREG not in stored:
+        todo.append("the official template's stage 2 under the budget rule")
+    elif len(stored[converged.AUTOREG]) < len(tasks):
+        todo.append(f"{converged.AUTOREG}, official template, on {suite}")
+    return todo
+
+
+def compute(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS,
+            progress: bool = True) -> list[str]:
+    """Train (or load) and score the official template's stage 1 and its budget-rule stage 2 (resumable)."""
+    configs = template_configs(base)
+    if configs is None:
+        raise LookupError("the budget rule's AutoRegEmbed search is not complete: run "
+                          "`python -m repro.autoregembed.experiments.search --side autoregembed` first")
+    official = configs["official"]
+    evaluate_autoreg(official.compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)  # trains stage 1
+    ensure_trained(ar_train.run_spec(official, progress))
+    if not converged.selects_start(official):
+        evaluate_autoreg(official, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
+    return missing_work(base, suite, tasks)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Paper 3's official-template check (resumable).")
+    parser.add_argument("--backbone", default="smollm2-135m")
+    args = parser.parse_args(argv)
+    try:
+        todo = compute(base_config(args.backbone))
+    except LookupError as error:
+        raise SystemExit(str(error)) from None
+    print("\n".join(["still missing:", *todo]) if todo else "complete")
+
+
+if __name__ == "__main__":
+    main()

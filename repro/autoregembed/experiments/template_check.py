@@ -170,3 +170,23 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS) -> str:
+    """The check's answer in one sentence: compression only under the official template against the book's (all
+    tasks, with its paired tests), and which step the official template's stage 2 dev-selected."""
+    todo = missing_work(base, suite, tasks)
+    if todo:
+        return ("the official-template check has not run yet (still missing: " + "; ".join(todo) +
+                "; `python -m repro.autoregembed.experiments.template_check` runs it)")
+    table = template_comparison(template_scores(base, suite, tasks))
+    row = table[(table.stage == converged.COMPRESSION) & (table.tasks == "all")].iloc[0]
+    chosen = selections(base).set_index("template")["selected step"]
+    step = int(chosen[TEMPLATE_NAMES["official"]])
+    stage2 = ("its stage 2 again dev-selected step 0, its start, as the book's did: the template leaves the page's "
+              "conclusion as it is" if step == 0 and int(chosen[TEMPLATE_NAMES["book"]]) == 0 else
+              f"its stage 2 dev-selected step {step} (the book's: step {int(chosen[TEMPLATE_NAMES['book']])})")
+    return (f"under the official template, compression only scores {row['official']:.2f} against "
+            f"{row['book']:.2f} with the book's template over the page's {int(row['n'])} tasks "
+            f"({row['official − book']:+.2f}, {int(row['wins'])} of {int(row['n'])} tasks higher, Wilcoxon p = "
+            f"{row['p (difference)']:.3f}; no difference within ±{MARGIN:g}: {row['no difference?']}), and {stage2}")

@@ -204,8 +204,9 @@ def test_every_option_the_paper1_scripts_pass_exists(capsys):
     assert passed <= known, passed - known
 
 
-def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale():
+def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale(monkeypatch):
     from repro.pooling_attention.converged import describe_missing, missing_runs
+    from repro.store.runs import RunSpec
 
     tasks = ["STS12", "STS13"]
     frame = pd.DataFrame([{"model": 1, "seed": 0, "task": t, "category": "STS", "score": 50.0} for t in tasks])
@@ -220,6 +221,12 @@ def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale
     from repro.pooling_attention.converged import run_commands
 
     assert run_commands(missing) == [f"{where} 1:2", f"RECOMPUTE_STALE=1 {where} 1:1"]  # fresh runs share one
+    assert "model 1 seed 1, 1 of 2 tasks stored, its weights not in this checkout" in text
+    # a run being scored here (its weights in this checkout's run folder) resumes with the plain command
+    monkeypatch.setattr(RunSpec, "weights_here", property(lambda spec: True))
+    here = missing_runs("gemma3-270m", [1], [0, 1, 2], "compact", tasks, stored=(frame, records))
+    assert list(here["command"]) == [f"{where} 1:1", f"{where} 1:2"] and run_commands(here) == [f"{where} 1:1 1:2"]
+    assert describe_missing(here) == f"model 1 seed 1, 1 of 2 tasks stored, model 1 seed 2 (`{where} 1:1 1:2`)"
     # the paired tests inside a task read only the runs with every task stored
     from repro.pooling_attention.converged import complete_records
 

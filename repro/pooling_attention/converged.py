@@ -25,7 +25,7 @@ from repro.pooling_attention.trained import converged_config
 from repro.store.results import load_result
 from repro.training.budget import run_budget
 from repro.training.budget_curves import stored_curve, task_frame
-from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig
+from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig, run_spec
 from repro.training.evaluation import SCORES_EXPERIMENT, instructions_key, score_identity
 
 SEEDS = (0, 1, 2, 3, 4)  # smollm2-135m: five runs per design (gemma3-270m: the first three)
@@ -144,10 +144,11 @@ def curve_seed(backbone: str, models: Sequence, seeds: Sequence[int], suite: str
 def missing_runs(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, suite: str = "compact",
                  tasks: Sequence[str] | None = None, stored: tuple[pd.DataFrame, dict] | None = None
                  ) -> pd.DataFrame:
-    """The (model, seed) runs without every task of ``tasks`` scored: how many tasks are stored, and the command
-    that computes the rest. Run folders are not committed, so a run with only some tasks stored lost its weights
-    with an earlier machine: its command retrains it with ``RECOMPUTE_STALE=1`` (CPU training is not
-    bit-reproducible across machines, so the tasks stored from the old weights are scored again from the new).
+    """The (model, seed) runs without every task of ``tasks`` scored: how many tasks are stored, whether the run's
+    weights are in this checkout's run folders, and the command that computes the rest. Run folders are not
+    committed: a run with some tasks stored whose weights are elsewhere is being scored by another checkout or lost
+    its weights with an earlier machine; in the second case its command retrains it with ``RECOMPUTE_STALE=1`` (CPU
+    training is not bit-reproducible across machines, so the tasks stored from the old weights are scored again).
     ``stored``: :func:`converged_scores`'s result for the same arguments, if already loaded."""
     tasks = list(TASKS) if tasks is None else list(tasks)
     frame, records = stored if stored is not None else converged_scores(backbone, models, seeds, suite, tasks)
@@ -160,31 +161,38 @@ def missing_runs(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, 
             if (model, seed) in complete:
                 continue
             have = sum((model, seed, task) in records for task in tasks)
-            command = ("RECOMPUTE_STALE=1 " if have else "") + f"{prefix}scripts/p1_converged.sh {model}:{seed}"
+            here = have > 0 and run_spec(converged_config(backbone, model, seed)).weights_here
+            command = ("RECOMPUTE_STALE=1 " if have and not here else "") + \
+                f"{prefix}scripts/p1_converged.sh {model}:{seed}"
             rows.append({"model": model, "seed": seed, "tasks stored": have, "tasks": len(tasks),
-                         "command": command})
-    return pd.DataFrame(rows, columns=["model", "seed", "tasks stored", "tasks", "command"])
+                         "weights here": here, "command": command})
+    return pd.DataFrame(rows, columns=["model", "seed", "tasks stored", "tasks", "weights here", "command"])
 
 
 def run_commands(missing: pd.DataFrame) -> list[str]:
     """The commands that compute :func:`missing_runs`' runs: the fresh runs share one command, a run with some
     tasks stored from lost weights has its own (``RECOMPUTE_STALE=1``)."""
-    fresh = missing[missing["tasks stored"] == 0]
+    fresh = missing[(missing["tasks stored"] == 0) | missing["weights here"]]
     shared = ([f'{fresh["command"].iloc[0].rsplit(" ", 1)[0]} '
                + " ".join(f"{m}:{s}" for m, s in zip(fresh["model"], fresh["seed"]))] if len(fresh) else [])
-    return shared + list(missing.loc[missing["tasks stored"] > 0, "command"])
+    return shared + list(missing.loc[(missing["tasks stored"] > 0) & ~missing["weights here"], "command"])
 
 
 def describe_missing(missing: pd.DataFrame) -> str:
     """One sentence part for a page: the missing runs and their commands (fresh runs share one command)."""
     if missing.empty:
         return ""
-    parts, fresh = [], missing[missing["tasks stored"] == 0]
+    parts = []
+    fresh = missing[(missing["tasks stored"] == 0) | missing["weights here"]]
     commands = run_commands(missing)
     if len(fresh):
-        parts.append(f"{', '.join(f'model {m} seed {s}' for m, s in zip(fresh['model'], fresh['seed']))} "
-                     f"(`{commands[0]}`)")
-    for row in missing[missing["tasks stored"] > 0].to_dict("records"):
-        parts.append(f"model {row['model']} seed {row['seed']}, {row['tasks stored']} of {row['tasks']} tasks "
-                     f"stored from weights lost with an earlier machine (`{row['command']}`)")
+        parts.append(f"{', '.join(_run_name(row) for row in fresh.to_dict('records'))} (`{commands[0]}`)")
+    for row in missing[(missing["tasks stored"] > 0) & ~missing["weights here"]].to_dict("records"):
+        parts.append(f"{_run_name(row)}, its weights not in this checkout (scored by another checkout now, or lost "
+                     f"with an earlier machine: then `{row['command']}` retrains it)")
     return "; ".join(parts)
+
+
+def _run_name(row: dict) -> str:
+    stored = f", {row['tasks stored']} of {row['tasks']} tasks stored" if row["tasks stored"] else ""
+    return f"model {row['model']} seed {row['seed']}{stored}"

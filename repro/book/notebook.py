@@ -15,6 +15,7 @@ import pandas as pd
 from IPython.display import HTML, display
 
 from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
+from repro.book.table_format import register as register_tables
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
 from repro.core.verdicts import CONTRADICTED, SUPPORTED, is_tested
 from repro.store.paths import offline
@@ -63,6 +64,7 @@ def quiet() -> None:
         sys.modules.setdefault("rfc3987_syntax", None)
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
+    register_tables()  # every displayed DataFrame: no 0..N index, ✓ / ✗, rounded columns (repro.book.table_format)
     mpl.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "font.size": 11, "axes.titlesize": 12,
                          "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10, "ytick.labelsize": 10,
                          "legend.title_fontsize": 10, "figure.titlesize": 12})

@@ -1,0 +1,107 @@
+"""How a page's tables render: no 0..N index column, ✓ / ✗ for booleans, numbers rounded per column.
+
+:func:`register` makes this the HTML form of every DataFrame a page displays (``repro.book.notebook.quiet`` calls
+it), so no page formats its tables by hand:
+
+* an index that only numbers the rows (unnamed integers) is left out; a named or labelled index stays;
+* True / False print as ✓ / ✗, and snake_case column names as words (``ci_low`` -> ``CI low``);
+* a p-value column (its name is ``p`` or starts with ``p `` / ``p (``, or names a p-value) keeps 3 significant
+  digits (0.000123 stays 0.000123; 0.0496 is not shown as 0.05); every other float column gets the fewest decimals, up to 3, that show its values
+  after rounding to 3 (a column of 2.1 and 0.75 prints 2.10 and 0.75; 2400.000 prints 2400).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+MAX_DECIMALS = 3
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
+_WORDS = {"ci": "CI", "mb": "MB", "gb": "GB", "ms": "ms", "sts": "STS", "cpu": "CPU", "gflops": "GFLOP/s",
+          "fp32": "fp32", "sd": "SD", "eos": "EOS", "n": "n"}
+_P_COLUMN = re.compile(r"^(p|largest p|smallest p)(\b|$)|p-value|\bp \(|\(p\)|^p_", re.IGNORECASE)
+
+
+def is_p_column(name) -> bool:
+    """Whether a column holds p-values, by its name."""
+    return isinstance(name, str) and bool(_P_COLUMN.search(name.strip()))
+
+
+def decimals(values: pd.Series) -> int:
+    """The fewest decimals (at most :data:`MAX_DECIMALS`) that show every finite value of ``values`` rounded to
+    :data:`MAX_DECIMALS`."""
+    finite = values[np.isfinite(values)].round(MAX_DECIMALS)
+    for places in range(MAX_DECIMALS + 1):
+        if np.allclose(finite, finite.round(places), rtol=0, atol=10 ** -(MAX_DECIMALS + 2)):
+            return places
+    return MAX_DECIMALS
+
+
+def _float_formatter(name, values: pd.Series):
+    if is_p_column(name):
+        return lambda v: "" if pd.isna(v) else f"{v:.3g}"
+    places = decimals(values.astype(float))
+    return lambda v: "" if pd.isna(v) else f"{v:,.{places}f}" if abs(v) >= 10_000 else f"{v:.{places}f}"
+
+
+def _cell(value):
+    if isinstance(value, (bool, np.bool_)):
+        return "✓" if value else "✗"
+    return value
+
+
+def positional(index: pd.Index) -> bool:
+    """Whether ``index`` only numbers the rows: unnamed integers (0..N, or what is left of them after a filter)."""
+    return (not isinstance(index, pd.MultiIndex) and index.name is None
+            and pd.api.types.is_integer_dtype(index.dtype))
+
+
+def styled(frame: pd.DataFrame):
+    """``frame`` as the book shows it (a pandas Styler)."""
+    shown = frame.copy()
+    formats = {}
+    for position, column in enumerate(shown.columns):
+        values = shown.iloc[:, position]
+        if pd.api.types.is_bool_dtype(values) or (values.dtype == object and values.map(
+                lambda v: isinstance(v, (bool, np.bool_))).any()):
+            shown.isetitem(position, values.map(_cell))
+        elif pd.api.types.is_float_dtype(values):
+            formats[column] = _float_formatter(column, values)
+        elif values.dtype == object:  # numbers beside text ("–" for a missing value): the numbers rounded
+            numbers = values[values.map(lambda v: isinstance(v, (float, np.floating)))]
+            if len(numbers):
+                number = _float_formatter(column, numbers.astype(float))
+                formats[column] = lambda v, number=number: number(v) if isinstance(v, (float, np.floating)) else v
+    styler = shown.style.format(formats, na_rep="")
+    if positional(shown.index):
+        styler = styler.hide(axis="index")
+    return styler
+
+
+def label(name):
+    """A column name as a reader reads it: ``ci_low`` -> ``CI low``, ``peak_mb_above_model`` -> ``peak MB above
+    model`` (names that are not snake_case stay as they are)."""
+    if not isinstance(name, str) or not _SNAKE.fullmatch(name):
+        return name
+    return " ".join(_WORDS.get(word, word) for word in name.split("_"))
+
+
+def frame_html(frame: pd.DataFrame) -> str:
+    """The HTML a page renders for ``frame`` (its snake_case column names in words: :func:`label`)."""
+    if frame.columns.duplicated().any() or len(frame) > (pd.get_option("display.max_rows") or len(frame)):
+        return frame._repr_html_()  # a Styler needs unique labels and shows every row: pandas' own form
+    renamed = frame.rename(columns=label) if not isinstance(frame.columns, pd.MultiIndex) else frame
+    return styled(renamed if not renamed.columns.duplicated().any() else frame).to_html()
+
+
+def register() -> None:
+    """Render every DataFrame of the running IPython kernel with :func:`frame_html` (no-op outside IPython)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, frame_html)

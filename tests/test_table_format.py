@@ -1,0 +1,47 @@
+"""How pages render their tables (repro.book.table_format)."""
+
+import numpy as np
+import pandas as pd
+
+from repro.book.table_format import decimals, frame_html, is_p_column, label, styled
+
+
+def _cells(html: str) -> list[str]:
+    import re
+
+    return [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>.*?</td>", html, flags=re.S)]
+
+
+def test_a_row_number_index_is_left_out_and_a_named_index_stays():
+    frame = pd.DataFrame({"model": [1, 5], "score": [66.62, 59.12]})
+    assert "row_heading" not in frame_html(frame)
+    assert "row_heading" not in frame_html(frame[frame.score > 60])  # a filtered 0..N index still only numbers rows
+    assert "row_heading" in frame_html(frame.set_index("model"))
+    assert "row_heading" in frame_html(frame.set_index(pd.Index(["a", "b"])))
+
+
+def test_booleans_print_as_marks_and_floats_are_rounded_per_column():
+    frame = pd.DataFrame({"gain": [2.1, 0.75], "n": [2400.0, 3.0], "long": [4.912721, 1.0], "ok": [True, False],
+                          "p (difference)": [0.000123, 0.0496], "mixed": [True, "n/a"]})
+    cells = _cells(frame_html(frame))
+    assert cells[:6] == ["2.10", "2400", "4.913", "✓", "0.000123", "✓"]
+    assert cells[6:] == ["0.75", "3", "1.000", "✗", "0.0496", "n/a"]
+    quoted = pd.DataFrame({"edge/2": [57.7, "–"], "raw": [57.32, 56.61]}, dtype=object)  # a paper's table, "–" missing
+    assert _cells(frame_html(quoted)) == ["57.7", "57.32", "–", "56.61"]  # decimals per column
+    assert decimals(pd.Series([1.0, 2.0])) == 0 and decimals(pd.Series([1.25, np.nan])) == 2
+    assert decimals(pd.Series([1 / 3])) == 3
+    assert [is_p_column(n) for n in ("p", "p (BH)", "largest p (BH)", "p within margin (equal)", "step", "pages",
+                                     "prompt", "mean p")] == [True, True, True, True, False, False, False, False]
+
+
+def test_snake_case_columns_read_as_words_and_odd_frames_keep_pandas_form():
+    assert [label(n) for n in ("ci_low", "peak_mb_above_model", "batch size", "model")] == [
+        "CI low", "peak MB above model", "batch size", "model"]
+    html = frame_html(pd.DataFrame({"ci_low": [0.5]}))
+    assert "CI low" in html and "ci_low" not in html
+    duplicated = pd.DataFrame([[1, 2]], columns=["a", "a"])
+    assert frame_html(duplicated) == duplicated._repr_html_()
+    many = pd.DataFrame({"x": range(pd.get_option("display.max_rows") + 1)})
+    assert frame_html(many) == many._repr_html_()  # truncated as pandas does, never every row
+    # a page's own formats still apply after the book's (styled returns a Styler)
+    assert "50%" in styled(pd.DataFrame({"share": [0.5]})).format({"share": "{:.0%}"}).to_html()

@@ -187,6 +187,10 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     for page in ("intro", *NOTEBOOKS):  # no stale or dead text on any page
         stale = stale_text(dom(page))
         assert not stale, (page, stale)
+    # every current page's figures carry a caption with their takeaway (repro.book.notebook.caption)
+    uncaptioned = [page for page in NOTEBOOKS if page not in superseded_pages() and "<img" in dom(page)
+                   and "figure-takeaway" not in dom(page)]
+    assert not uncaptioned, f"figures without a takeaway caption: {uncaptioned}"
     # the numbers two pages share come from one function: the intro's counts are the ledger's, and each paper's
     # summary counts a part of them
     intro, ledger = glued("intro"), glued("claims_ledger")
@@ -194,6 +198,15 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     for key in ("supported", "contradicted", "tested"):
         assert intro[f"intro_headline_{key}"] == ledger[f"headline_{key}"], key
         assert sum(int(g[f"p{i}s_headline_{key}"]) for i, g in enumerate(summaries, 1)) <= int(intro[f"intro_headline_{key}"])
+
+
+def superseded_pages() -> set[str]:
+    """The pages of the book's appendix of superseded runs (its table of contents)."""
+    import yaml
+
+    toc = yaml.safe_load((build.BOOK_DIR / "_toc.yml").read_text())
+    return {chapter["file"] for part in toc["parts"] if "superseded" in part["caption"]
+            for chapter in part["chapters"]}
 
 
 def glued(page: str) -> dict[str, str]:

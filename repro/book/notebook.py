@@ -83,6 +83,13 @@ def scale_box(text: str, deviations: pd.DataFrame | None = None, title: str = "S
     display(HTML(f"<details><summary>{html.escape(title)}</summary>{body}</details>"))
 
 
+def caption(text: str, paper: str = "") -> None:
+    """A figure's caption, under it: the takeaway in a sentence with its numbers (computed by the page), and the
+    paper's value beside ours (``paper``: quoted, with its source, or why the paper gives none)."""
+    quoted = f" <span class='paper-value'>Paper: {html.escape(paper)}</span>" if paper else ""
+    display(HTML(f"<p class='figure-takeaway'><strong>Figure.</strong> {html.escape(text)}{quoted}</p>"))
+
+
 def verdict_lead(claims, what: str = "comparisons") -> str:
     """A page's finding in one sentence, from its claims table (the ``verdict at our scale`` column of
     :func:`repro.core.comparison.claims_table` and its seeded forms): how many of its ``what`` are supported,

@@ -74,7 +74,7 @@ def styled(frame: pd.DataFrame):
             if len(numbers):
                 number = _float_formatter(column, numbers.astype(float))
                 formats[column] = lambda v, number=number: number(v) if isinstance(v, (float, np.floating)) else v
-    styler = shown.style.format(formats, na_rep="")
+    styler = shown.style.format(formats, na_rep="").set_table_attributes('class="dataframe"')  # the book's table CSS
     if positional(shown.index):
         styler = styler.hide(axis="index")
     return styler

@@ -30,3 +30,9 @@ def paper_main_table() -> pd.DataFrame:
     """The paper's published main-table numbers (quoted, labelled as such)."""
     frame = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
     return frame.pivot_table(index=["backbone", "prompt"], columns="variant", values="score").reset_index()
+
+
+def paper_gains(variant: str = "edge/2") -> pd.Series:
+    """The paper's ``variant`` minus raw per (backbone, prompt) row of its main table (quoted numbers)."""
+    table = paper_main_table().set_index(["backbone", "prompt"])
+    return (table[variant] - table["raw"]).dropna()

@@ -26,8 +26,8 @@ CHECKLIST: list[tuple[int, str, str, str, str | None]] = [
     (1, "Table 5", "Table 5: but model 5 is worse on classification", ABLATION, None),
     (1, "Table 5", "Table 5: complex designs bring no consistent meaningful gain", ABLATION, None),
     (1, "Tables 2-5 (numbers)", "the paper's Tables 2-5 numbers", HEADLINE,
-     "no published number is known for Tables 2-5 (../shared/papers/official-code-notes.md): only the qualitative "
-     "findings above are testable"),
+     "no published number is known for Tables 2-5 (the project's notes on the official code record none): only the "
+     "qualitative findings above are testable"),
     (2, "main table", "EmbedFilter (edge, ratio 2) improves on the raw embedding", HEADLINE, None),
     (2, "main table", "quality is kept at ratios 4 and 8", HEADLINE, None),
     (2, "main table (per category)", "the edge/2 gain over raw holds in every task category", ABLATION, None),

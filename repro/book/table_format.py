@@ -75,6 +75,11 @@ def styled(frame: pd.DataFrame):
                 number = _float_formatter(column, numbers.astype(float))
                 formats[column] = lambda v, number=number: number(v) if isinstance(v, (float, np.floating)) else v
     styler = shown.style.format(formats, na_rep="").set_table_attributes('class="dataframe"')  # the book's table CSS
+    text = [c for i, c in enumerate(shown.columns) if shown.iloc[:, i].dtype == object and c not in formats]
+    if text:  # words read from the left; numbers stay right-aligned
+        styler = styler.set_properties(subset=text, **{"text-align": "left"})
+    styler = styler.set_table_styles([{"selector": "th.col_heading", "props": [("text-align", "left")]}],
+                                     overwrite=False)
     if positional(shown.index):
         styler = styler.hide(axis="index")
     return styler

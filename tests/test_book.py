@@ -191,6 +191,10 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     uncaptioned = [page for page in NOTEBOOKS if page not in superseded_pages() and "<img" in dom(page)
                    and "figure-takeaway" not in dom(page)]
     assert not uncaptioned, f"figures without a takeaway caption: {uncaptioned}"
+    # every results page states its scale and deviations in the collapsed box (repro.book.notebook.scale_box)
+    unscaled = [page for page in NOTEBOOKS if page not in ("intro", "rerun", "reproducibility", "book_cost")
+                and "<summary>Scale and deviations</summary>" not in dom(page)]
+    assert not unscaled, f"results pages without their Scale and deviations box: {unscaled}"
     # the numbers two pages share come from one function: the intro's counts are the ledger's, and each paper's
     # summary counts a part of them
     intro, ledger = glued("intro"), glued("claims_ledger")

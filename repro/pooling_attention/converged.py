@@ -91,6 +91,11 @@ def instruction_comparison(backbone: str, models: Sequence, seeds: Sequence[int]
     return pd.DataFrame(rows, columns=columns)
 
 
+# the earlier fixed-budget runs (the superseded Tables 2-4 page): 150 steps of 16 SNLI triplets, one seed
+EARLIER_BUDGET = {"steps": 150, "batch_size": 16, "max_length": 64, "validation_sts_pairs": 500,
+                  "validation_triplets": 300, "seed": 0}
+
+
 def earlier_scores(backbone: str, models: Sequence, suite: str = "compact", tasks: Sequence[str] | None = None,
                    **earlier) -> pd.DataFrame:
     """Stored per-task scores of the earlier fixed-budget runs (TrainConfig fields ``earlier``, e.g. 150 steps of

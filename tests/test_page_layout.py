@@ -2,7 +2,7 @@
 
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from repro.book.page_layout import HEADING, parameters_last
+from repro.book.page_layout import HEADING, TERMS, glossary_line, parameters_last
 
 
 def _page(injected: bool):
@@ -25,3 +25,10 @@ def test_the_shown_parameters_move_to_the_end_under_the_rerun_line():
         assert nb.cells[0].source.startswith("# Title") and nb.cells[-3].source == "display(1)"
         assert len(nb.cells) == (5 if injected else 4)
         assert parameters_last(nb, "p3_memory").cells == nb.cells  # applied twice: the same page
+
+
+def test_a_results_page_links_the_glossary_once_under_its_opening():
+    nb = glossary_line(_page(False), "p3_memory")
+    assert nb.cells[1].source.startswith(f"*{TERMS}") and "{doc}`glossary`" in nb.cells[1].source
+    assert glossary_line(nb, "p3_memory").cells == nb.cells  # once
+    assert all(not c.source.startswith(f"*{TERMS}") for c in glossary_line(_page(False), "intro").cells)

@@ -30,7 +30,7 @@ from nbformat.v4 import new_markdown_cell, new_notebook
 
 from repro.book.dry_run import print_dry_run
 from repro.book.page_costs import record_page
-from repro.book.page_layout import parameters_last
+from repro.book.page_layout import glossary_line, parameters_last
 from repro.book.pages import NOTEBOOKS, PROFILES, READERS, page_parameters
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
@@ -124,7 +124,7 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
         if "parameters" in tags and "remove-cell" not in tags and any(
                 "injected-parameters" in c.metadata.get("tags", []) for c in nb.cells):
             tags.append("remove-cell")
-    nbformat.write(parameters_last(nb, name), output)
+    nbformat.write(glossary_line(parameters_last(nb, name), name), output)
     return output
 
 

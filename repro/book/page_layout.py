@@ -11,6 +11,8 @@ import nbformat
 from nbformat.v4 import new_markdown_cell
 
 HEADING = "## Parameters"
+TERMS = "Terms used here"  # the line under a results page's opening that links the glossary
+TERMLESS = ("intro", "rerun", "reproducibility", "book_cost")  # pages that are not results pages
 
 
 def _tags(cell) -> list[str]:
@@ -31,4 +33,18 @@ def parameters_last(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNo
         f"To rerun it with others: `python -m repro build --only {name} -p NAME=VALUE` (a rerun with other values "
         f"writes `reruns/{name}.ipynb` and leaves the published page alone; every page's parameters, allowed values and "
         "cost are on the *How to rerun* page)."), cell]
+    return nb
+
+
+def glossary_line(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """``nb`` (a results page) with one line under its opening text that links the glossary, where models 1-5,
+    the suites, runs, the budget rule and the verdict words are explained once (idempotent; not on the pages that
+    are not results pages, :data:`TERMLESS`)."""
+    if name in TERMLESS or any(c.cell_type == "markdown" and c.source.startswith(f"*{TERMS}") for c in nb.cells):
+        return nb
+    first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), None)
+    if first is not None:
+        nb.cells.insert(first + 1, new_markdown_cell(
+            f"*{TERMS} (models 1-5, suites, runs and seeds, the budget rule, the verdict words): see the "
+            "{doc}`glossary`.*"))
     return nb

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from repro.autoregembed.config import TEMPLATES
 from repro.autoregembed.experiments.ablations import VARIANTS
 from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.core.backbones import PACKAGED
@@ -21,7 +22,8 @@ def _allowed() -> dict[str, str]:
             "tokenization": ", ".join(TOKENIZATIONS), "earlier_tokenization": ", ".join(TOKENIZATIONS),
             "prompt": ", ".join(PROMPTS), "prompts": ", ".join(PROMPTS), "model": "1-5", "models": "1-5",
             "variants": ", ".join(VARIANTS), "profile": "smoke, standard, paper",
-            "tasks": "task names of repro.core.tasks (None: every task of the suite)"}
+            "tasks": "task names of repro.core.tasks (None: every task of the suite)",
+            "template": ", ".join(TEMPLATES) + " (AutoRegEmbed's inputs: the official code's, or the book's earlier runs')"}
 
 
 def _type_text(spec: tuple) -> str:

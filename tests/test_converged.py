@@ -1,5 +1,7 @@
 """Verdicts over seeds respect the seed spread (Paper 1 under the budget rule)."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -206,7 +208,6 @@ def test_every_option_the_paper1_scripts_pass_exists(capsys):
 
 def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale(monkeypatch):
     from repro.pooling_attention.converged import describe_missing, missing_runs
-    from repro.store.runs import RunSpec
 
     tasks = ["STS12", "STS13"]
     frame = pd.DataFrame([{"model": 1, "seed": 0, "task": t, "category": "STS", "score": 50.0} for t in tasks])
@@ -222,8 +223,19 @@ def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale
 
     assert run_commands(missing) == [f"{where} 1:2", f"RECOMPUTE_STALE=1 {where} 1:1"]  # fresh runs share one
     assert "model 1 seed 1, 1 of 2 tasks stored, its weights not in this checkout" in text
-    # a run being scored here (its weights in this checkout's run folder) resumes with the plain command
-    monkeypatch.setattr(RunSpec, "weights_here", property(lambda spec: True))
+    # a run being scored here (its weights in this checkout's run folder, the stored tasks scored from them)
+    # resumes with the plain command; weights here that scored none of the stored tasks are stale
+    import types
+
+    import repro.pooling_attention.converged as converged_module
+    import repro.store.fingerprint as fingerprint
+
+    here_spec = types.SimpleNamespace(weights_here=True, folder=Path("run"), load=lambda folder: (object(), {}))
+    monkeypatch.setattr(converged_module, "run_spec", lambda config, progress=True: here_spec)
+    monkeypatch.setattr(fingerprint, "weights_digest", lambda model: "abc")
+    stale = missing_runs("gemma3-270m", [1], [0, 1, 2], "compact", tasks, stored=(frame, records))
+    assert list(stale["command"]) == [f"RECOMPUTE_STALE=1 {where} 1:1", f"{where} 1:2"]  # (no weights_sha256 stored)
+    records[(1, 1, "STS12")] = {"weights_sha256": "abc"}
     here = missing_runs("gemma3-270m", [1], [0, 1, 2], "compact", tasks, stored=(frame, records))
     assert list(here["command"]) == [f"{where} 1:1", f"{where} 1:2"] and run_commands(here) == [f"{where} 1:1 1:2"]
     assert describe_missing(here) == f"model 1 seed 1, 1 of 2 tasks stored, model 1 seed 2 (`{where} 1:1 1:2`)"

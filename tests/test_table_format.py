@@ -30,8 +30,10 @@ def test_booleans_print_as_marks_and_floats_are_rounded_per_column():
     assert _cells(frame_html(quoted)) == ["57.7", "57.32", "–", "56.61"]  # decimals per column
     assert decimals(pd.Series([1.0, 2.0])) == 0 and decimals(pd.Series([1.25, np.nan])) == 2
     assert decimals(pd.Series([1 / 3])) == 3
-    assert [is_p_column(n) for n in ("p", "p (BH)", "largest p (BH)", "p within margin (equal)", "step", "pages",
-                                     "prompt", "mean p")] == [True, True, True, True, False, False, False, False]
+    assert [is_p_column(n) for n in ("p", "p (BH)", "largest p (BH)", "p within margin (equal)", "raw_p",
+                                     "Wilcoxon p", "adjusted p", "step", "pages", "prompt", "top", "steps")] == [
+        True] * 7 + [False] * 5
+    assert _cells(frame_html(pd.DataFrame({"c": [0.00012, 0.0003]}))) == ["0.00012", "0.0003"]  # never "0"
 
 
 def test_snake_case_columns_read_as_words_and_odd_frames_keep_pandas_form():

@@ -5,7 +5,8 @@ it), so no page formats its tables by hand:
 
 * an index that only numbers the rows (unnamed integers) is left out; a named or labelled index stays;
 * True / False print as ✓ / ✗, and snake_case column names as words (``ci_low`` -> ``CI low``);
-* a p-value column (its name is ``p`` or starts with ``p `` / ``p (``, or names a p-value) keeps 3 significant
+* a p-value column (its name is ``p``, starts with ``p `` / ``p (``, ends with `` p`` / ``_p``, or names a p-value),
+  and a column with a nonzero value that 3 decimals would print as 0, keep 3 significant
   digits (0.000123 stays 0.000123; 0.0496 is not shown as 0.05); every other float column gets the fewest decimals, up to 3, that show its values
   after rounding to 3 (a column of 2.1 and 0.75 prints 2.10 and 0.75; 2400.000 prints 2400).
 """
@@ -21,7 +22,8 @@ MAX_DECIMALS = 3
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
 _WORDS = {"ci": "CI", "mb": "MB", "gb": "GB", "ms": "ms", "sts": "STS", "cpu": "CPU", "gflops": "GFLOP/s",
           "fp32": "fp32", "sd": "SD", "eos": "EOS", "n": "n"}
-_P_COLUMN = re.compile(r"^(p|largest p|smallest p)(\b|$)|p-value|\bp \(|\(p\)|^p_", re.IGNORECASE)
+_P_COLUMN = re.compile(r"^(p|largest p|smallest p|adjusted p|raw p|wilcoxon p)(\b|$)|p-value|\bp \(|\(p\)|^p_|_p$"
+                       r"|\bp$", re.IGNORECASE)
 
 
 def is_p_column(name) -> bool:
@@ -40,7 +42,9 @@ def decimals(values: pd.Series) -> int:
 
 
 def _float_formatter(name, values: pd.Series):
-    if is_p_column(name):
+    finite = values[np.isfinite(values)]
+    tiny = ((finite != 0) & (finite.abs().round(MAX_DECIMALS) == 0)).any()  # would print as 0 at 3 decimals
+    if is_p_column(name) or tiny:
         return lambda v: "" if pd.isna(v) else f"{v:.3g}"
     places = decimals(values.astype(float))
     return lambda v: "" if pd.isna(v) else f"{v:,.{places}f}" if abs(v) >= 10_000 else f"{v:.{places}f}"
@@ -95,10 +99,11 @@ def label(name):
 
 def frame_html(frame: pd.DataFrame) -> str:
     """The HTML a page renders for ``frame`` (its snake_case column names in words: :func:`label`)."""
-    if frame.columns.duplicated().any() or len(frame) > (pd.get_option("display.max_rows") or len(frame)):
-        return frame._repr_html_()  # a Styler needs unique labels and shows every row: pandas' own form
     renamed = frame.rename(columns=label) if not isinstance(frame.columns, pd.MultiIndex) else frame
-    return styled(renamed if not renamed.columns.duplicated().any() else frame).to_html()
+    renamed = frame if renamed.columns.duplicated().any() else renamed
+    if renamed.columns.duplicated().any() or len(frame) > (pd.get_option("display.max_rows") or len(frame)):
+        return renamed._repr_html_()  # a Styler needs unique labels and shows every row: pandas' own form
+    return styled(renamed).to_html()
 
 
 def register() -> None:

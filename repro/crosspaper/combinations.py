@@ -197,7 +197,7 @@ def evaluate_autoreg_filter(backbone: str = "smollm2-135m", suite: str = SUITE, 
     spec = run_spec(config, progress)
     if not spec.weights_here:
         command = ("scripts/p3_converged.sh" if config.stopping == "dev" else
-                   f"python -m repro.autoregembed.experiments.cli --stage align --suite {suite}")
+                   f"python -m repro.autoregembed.experiments.cli --stage align --template book --suite {suite}")
         raise FileNotFoundError(f"AutoRegEmbed's stage-2 run {spec.folder.name} is not on this machine; train and "
                                 f"score it first: {command}")
     state = {}

@@ -234,7 +234,7 @@ def _paper3_tables(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     for key, config, short, stage in (("p3-compress", compress, "compression only", "compress"),
                                       ("p3-align", align, "AutoRegEmbed", "align")):
         row = Row(labels[key], short, "3",
-                  f"python -m repro.autoregembed.experiments.cli --stage {stage} --suite compact", key)
+                  f"python -m repro.autoregembed.experiments.cli --stage {stage} --template book --suite compact", key)
         out[key] = row, records_frame(key, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks)
                                       ).assign(seed=config.seed)  # one training run
     for name in CONTRASTIVE:

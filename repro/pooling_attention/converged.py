@@ -165,13 +165,27 @@ def missing_runs(backbone: str, models: Sequence, seeds: Sequence[int] = SEEDS, 
         for seed in seeds:
             if (model, seed) in complete:
                 continue
-            have = sum((model, seed, task) in records for task in tasks)
-            here = have > 0 and run_spec(converged_config(backbone, model, seed)).weights_here
+            stored_tasks = [records[(model, seed, task)] for task in tasks if (model, seed, task) in records]
+            have = len(stored_tasks)
+            here = have > 0 and _scored_from_weights_here(converged_config(backbone, model, seed), stored_tasks)
             command = ("RECOMPUTE_STALE=1 " if have and not here else "") + \
                 f"{prefix}scripts/p1_converged.sh {model}:{seed}"
             rows.append({"model": model, "seed": seed, "tasks stored": have, "tasks": len(tasks),
                          "weights here": here, "command": command})
     return pd.DataFrame(rows, columns=["model", "seed", "tasks stored", "tasks", "weights here", "command"])
+
+
+def _scored_from_weights_here(config: TrainConfig, stored: list[dict]) -> bool:
+    """Whether this checkout holds the run's weights and the stored tasks were scored from those same weights (a
+    run folder retrained since, on this machine or another, holds other weights: its scores are stale)."""
+    spec = run_spec(config, progress=False)
+    if not spec.weights_here:
+        return False
+    from repro.store.fingerprint import weights_digest  # loads the weights: only for a run folder on this machine
+
+    model, _ = spec.load(spec.folder / "final")
+    digest = weights_digest(model)
+    return all(record.get("weights_sha256") == digest for record in stored)
 
 
 def run_commands(missing: pd.DataFrame) -> list[str]:

@@ -25,9 +25,9 @@ import pandas as pd
 from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig, with_template
 from repro.autoregembed.experiments import converged
-from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, autoreg_embedder, evaluate_autoreg, score_identity
 from repro.autoregembed.experiments.search import base_config
-from repro.core.scoring import stored_per_task
+from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.verdicts import MARGIN, decide, tasks_test
 from repro.store.runs import ensure_trained
 from repro.training import budget
@@ -52,13 +52,15 @@ def _stage_scores(base: AlignConfig, config: AlignConfig, template: str, suite: 
                   tasks: Sequence[str]) -> dict[str, dict]:
     """Stage -> the stored per-task records of ``config``'s stage 1 (compression only) and its stage 2 (a stage 2
     that dev-selected step 0 *is* its stage 1: its scores are compression only's)."""
+    record = converged.run_record(config)
     if template == "book":  # the page's own keys: compression only from the weights this run started from
         digest = converged.stage1_digests(base, [SEED]).get(SEED)
         stage1 = converged.compression_scores(config.compress, digest, suite, tasks)
+    elif record is not None:  # the stage-1 weights the stage-2 run started from, never another training's
+        stage1 = converged.compression_scores(config.compress, record["summary"]["initial_digest"], suite, tasks)
     else:
         stage1 = stored_per_task(SCORES_EXPERIMENT, score_identity(config.compress, converged.EVAL_MAX_LENGTH),
                                  suite, tasks)
-    record = converged.run_record(config)
     if record is None:
         return {converged.COMPRESSION: stage1}
     stage2 = stage1 if converged.selects_start(config) else converged.stored_scores(config, suite, tasks)
@@ -131,9 +133,12 @@ def missing_work(base: AlignConfig, suite: str = converged.FINAL_SUITE,
     configs = template_configs(base)
     if configs is None:
         return ["the budget rule's AutoRegEmbed search"]
+    book = _stage_scores(base, configs["book"], "book", suite, tasks)
+    todo = [f"the page's own seed-0 {stage}, book template, on {suite}" for stage in STAGES
+            if len(book.get(stage, {})) < len(tasks)]
     official = configs["official"]
     stored = _stage_scores(base, official, "official", suite, tasks)
-    todo = [] if len(stored[converged.COMPRESSION]) == len(tasks) else [
+    todo += [] if len(stored[converged.COMPRESSION]) == len(tasks) else [
         f"{converged.COMPRESSION}, official template, on {suite}"]
     if converged.AUTOREG not in stored:
         todo.append("the official template's stage 2 under the budget rule")
@@ -152,6 +157,18 @@ def compute(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
     official = configs["official"]
     evaluate_autoreg(official.compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)  # trains stage 1
     ensure_trained(ar_train.run_spec(official, progress))
+    digest = converged.start_digest(official)
+
+    def make_embedder():  # compression only from the weights stage 2 started from (a stage 1 retrained since: error)
+        embedder = autoreg_embedder(official.compress, converged.EVAL_MAX_LENGTH, progress)
+        if embedder.digest != digest:
+            raise RuntimeError(f"stage 1 here has weights {embedder.digest[:12]}, but the official template's stage 2 "
+                               f"started from {digest[:12]}: retrain its stage 2")
+        return embedder, embedder.digest
+
+    evaluate_per_task(SCORES_EXPERIMENT, converged.compression_identity(official.compress, digest, suite, tasks),
+                      suite, tasks, make_embedder, progress, label=f"{converged.COMPRESSION}, official template",
+                      complete_units=True)
     if not converged.selects_start(official):
         evaluate_autoreg(official, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
     return missing_work(base, suite, tasks)
@@ -168,9 +185,6 @@ def main(argv=None):
     print("\n".join(["still missing:", *todo]) if todo else "complete")
 
 
-if __name__ == "__main__":
-    main()
-
 
 def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS) -> str:
     """The check's answer in one sentence: compression only under the official template against the book's (all
@@ -180,7 +194,10 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
         return ("the official-template check has not run yet (still missing: " + "; ".join(todo) +
                 "; `python -m repro.autoregembed.experiments.template_check` runs it)")
     table = template_comparison(template_scores(base, suite, tasks))
-    row = table[(table.stage == converged.COMPRESSION) & (table.tasks == "all")].iloc[0]
+    rows = table[(table.stage == converged.COMPRESSION) & (table.tasks == "all")]
+    if rows.empty:
+        return "the official-template check is stored, but its compression-only scores do not cover the same tasks"
+    row = rows.iloc[0]
     chosen = selections(base).set_index("template")["selected step"]
     step = int(chosen[TEMPLATE_NAMES["official"]])
     stage2 = ("its stage 2 again dev-selected step 0, its start, as the book's did: the template leaves the page's "
@@ -190,3 +207,7 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
             f"{row['book']:.2f} with the book's template over the page's {int(row['n'])} tasks "
             f"({row['official − book']:+.2f}, {int(row['wins'])} of {int(row['n'])} tasks higher, Wilcoxon p = "
             f"{row['p (difference)']:.3f}; no difference within ±{MARGIN:g}: {row['no difference?']}), and {stage2}")
+
+
+if __name__ == "__main__":
+    main()

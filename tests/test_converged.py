@@ -228,11 +228,10 @@ def test_missing_runs_retrain_a_run_whose_weights_were_lost_with_recompute_stale
     import types
 
     import repro.pooling_attention.converged as converged_module
-    import repro.store.fingerprint as fingerprint
 
     here_spec = types.SimpleNamespace(weights_here=True, folder=Path("run"), load=lambda folder: (object(), {}))
     monkeypatch.setattr(converged_module, "run_spec", lambda config, progress=True: here_spec)
-    monkeypatch.setattr(fingerprint, "weights_digest", lambda model: "abc")
+    monkeypatch.setattr(converged_module, "weights_digest", lambda model: "abc")
     stale = missing_runs("gemma3-270m", [1], [0, 1, 2], "compact", tasks, stored=(frame, records))
     assert list(stale["command"]) == [f"RECOMPUTE_STALE=1 {where} 1:1", f"{where} 1:2"]  # (no weights_sha256 stored)
     records[(1, 1, "STS12")] = {"weights_sha256": "abc"}

@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 import pandas as pd
+from IPython import get_ipython
 
 MAX_DECIMALS = 3
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
@@ -108,10 +109,6 @@ def frame_html(frame: pd.DataFrame) -> str:
 
 def register() -> None:
     """Render every DataFrame of the running IPython kernel with :func:`frame_html` (no-op outside IPython)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
     shell = get_ipython()
     if shell is not None:
         shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, frame_html)

@@ -22,6 +22,7 @@ from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS
 from repro.pooling_attention.instructions import TANG_YANG
 from repro.pooling_attention.trained import converged_config
+from repro.store.fingerprint import weights_digest
 from repro.store.results import load_result
 from repro.training.budget import run_budget
 from repro.training.budget_curves import stored_curve, task_frame
@@ -181,9 +182,7 @@ def _scored_from_weights_here(config: TrainConfig, stored: list[dict]) -> bool:
     spec = run_spec(config, progress=False)
     if not spec.weights_here:
         return False
-    from repro.store.fingerprint import weights_digest  # loads the weights: only for a run folder on this machine
-
-    model, _ = spec.load(spec.folder / "final")
+    model, _ = spec.load(spec.folder / "final")  # loads the weights: only for a run folder on this machine
     digest = weights_digest(model)
     return all(record.get("weights_sha256") == digest for record in stored)
 

@@ -360,16 +360,23 @@ def score_compression(base: AlignConfig, seeds: Sequence[int], suites: Sequence[
     since is named in the error (retrain that seed's stage 2, or its comparison keeps no compression only)."""
     stage1 = compression_config(base)
     for digest in sorted(set(stage1_digests(base, seeds).values())):
-        def make_embedder(digest=digest):
-            embedder = autoreg_embedder(stage1, EVAL_MAX_LENGTH, progress)
-            if embedder.digest != digest:
-                raise RuntimeError(f"stage 1 here has weights {embedder.digest[:12]}, but a stored stage-2 run "
-                                   f"started from {digest[:12]}: its compression only cannot be scored any more")
-            return embedder, embedder.digest
-
         for suite in suites:
-            evaluate_per_task(SCORES_EXPERIMENT, compression_identity(stage1, digest, suite, tasks), suite, tasks,
-                              make_embedder, progress, label=COMPRESSION, complete_units=True)
+            score_stage1(stage1, digest, suite, tasks, progress)
+
+
+def score_stage1(stage1, digest: str, suite: str, tasks: Sequence[str], progress: bool = True,
+                 label: str = COMPRESSION) -> None:
+    """Compression only from the stage-1 weights ``digest`` (:func:`compression_identity`); the stage 1 at hand
+    must be those weights, else a clear error (a stage 1 retrained since is other weights)."""
+    def make_embedder():
+        embedder = autoreg_embedder(stage1, EVAL_MAX_LENGTH, progress)
+        if embedder.digest != digest:
+            raise RuntimeError(f"stage 1 here has weights {embedder.digest[:12]}, but a stored stage-2 run "
+                               f"started from {digest[:12]}: its compression only cannot be scored any more")
+        return embedder, embedder.digest
+
+    evaluate_per_task(SCORES_EXPERIMENT, compression_identity(stage1, digest, suite, tasks), suite, tasks,
+                      make_embedder, progress, label=label, complete_units=True)
 
 
 def main(argv=None):

@@ -25,9 +25,9 @@ import pandas as pd
 from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig, with_template
 from repro.autoregembed.experiments import converged
-from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, autoreg_embedder, evaluate_autoreg, score_identity
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
 from repro.autoregembed.experiments.search import base_config
-from repro.core.scoring import evaluate_per_task, stored_per_task
+from repro.core.scoring import stored_per_task
 from repro.core.verdicts import MARGIN, decide, tasks_test
 from repro.store.runs import ensure_trained
 from repro.training import budget
@@ -157,18 +157,9 @@ def compute(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
     official = configs["official"]
     evaluate_autoreg(official.compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)  # trains stage 1
     ensure_trained(ar_train.run_spec(official, progress))
-    digest = converged.start_digest(official)
-
-    def make_embedder():  # compression only from the weights stage 2 started from (a stage 1 retrained since: error)
-        embedder = autoreg_embedder(official.compress, converged.EVAL_MAX_LENGTH, progress)
-        if embedder.digest != digest:
-            raise RuntimeError(f"stage 1 here has weights {embedder.digest[:12]}, but the official template's stage 2 "
-                               f"started from {digest[:12]}: retrain its stage 2")
-        return embedder, embedder.digest
-
-    evaluate_per_task(SCORES_EXPERIMENT, converged.compression_identity(official.compress, digest, suite, tasks),
-                      suite, tasks, make_embedder, progress, label=f"{converged.COMPRESSION}, official template",
-                      complete_units=True)
+    # compression only from the weights stage 2 started from (a stage 1 retrained since: a clear error)
+    converged.score_stage1(official.compress, converged.start_digest(official), suite, tasks, progress,
+                           label=f"{converged.COMPRESSION}, official template")
     if not converged.selects_start(official):
         evaluate_autoreg(official, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
     return missing_work(base, suite, tasks)

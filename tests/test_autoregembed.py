@@ -276,6 +276,35 @@ def test_command_line_builds_both_stages_and_the_no_compression_ablation():
     assert isinstance(stage1, CompressConfig) and stage1.lr == 1e-4
 
 
+def test_printed_commands_rebuild_the_runs_they_name():
+    import argparse
+    import shlex
+    from dataclasses import replace
+
+    from repro.autoregembed.experiments.ablations import VARIANTS, ablation_config
+    from repro.crosspaper.leaderboard import paper3_configs
+
+    def parsed(command):
+        parser = argparse.ArgumentParser()
+        ar_cli.add_arguments(parser)
+        parser.add_argument("--suite")
+        args = vars(parser.parse_args(shlex.split(command)[3:]))
+        assert args.pop("suite") == "compact"
+        return ar_cli.config_from_arguments(args)
+
+    compress, align = paper3_configs()
+    configs = [compress, align, replace(align, compress=None), AlignConfig(), CompressConfig(template="book"),
+               replace(align, instruction='In one word: "x\'', lr=1e-6, max_grad_norm=0.5, seed=2),
+               *(ablation_config(variant, align) for variant in VARIANTS)]
+    for config in configs:
+        command = ar_cli.command_for(config)
+        assert parsed(command) == config, command
+    assert ar_cli.command_for(AlignConfig()) == "python -m repro.autoregembed.experiments.cli --stage align --suite compact"
+    assert "--template book" in ar_cli.command_for(align) and "--steps 150" in ar_cli.command_for(align)
+    with pytest.raises(ValueError, match="no command-line form"):
+        ar_cli.command_for(replace(align, max_grad_norm=None))
+
+
 def test_objective_cost_measures_both_objectives_in_fresh_processes(tiny_dir):
     from repro.autoregembed.objective_cost import comparisons, objective_costs
 

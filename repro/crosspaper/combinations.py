@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from repro.autoregembed.experiments import converged as p3_converged
+from repro.autoregembed.experiments.cli import command_for
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import autoreg_embedder_from, score_identity
 from repro.autoregembed.train import run_spec
@@ -197,7 +198,7 @@ def evaluate_autoreg_filter(backbone: str = "smollm2-135m", suite: str = SUITE, 
     spec = run_spec(config, progress)
     if not spec.weights_here:
         command = ("scripts/p3_converged.sh" if config.stopping == "dev" else
-                   f"python -m repro.autoregembed.experiments.cli --stage align --template book --suite {suite}")
+                   command_for(config, suite))
         raise FileNotFoundError(f"AutoRegEmbed's stage-2 run {spec.folder.name} is not on this machine; train and "
                                 f"score it first: {command}")
     state = {}

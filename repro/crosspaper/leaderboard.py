@@ -26,6 +26,7 @@ import pandas as pd
 
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config, stored_untrained
+from repro.autoregembed.experiments.cli import command_for
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import score_identity
@@ -231,10 +232,8 @@ def _paper3_tables(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     tasks = list(TASKS)
     out = {}
     labels = tables_labels(backbone)
-    for key, config, short, stage in (("p3-compress", compress, "compression only", "compress"),
-                                      ("p3-align", align, "AutoRegEmbed", "align")):
-        row = Row(labels[key], short, "3",
-                  f"python -m repro.autoregembed.experiments.cli --stage {stage} --template book --suite compact", key)
+    for key, config, short in (("p3-compress", compress, "compression only"), ("p3-align", align, "AutoRegEmbed")):
+        row = Row(labels[key], short, "3", command_for(config, SUITE), key)
         out[key] = row, records_frame(key, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks)
                                       ).assign(seed=config.seed)  # one training run
     for name in CONTRASTIVE:

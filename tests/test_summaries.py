@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from repro.book import paper_profile
+from repro.book.pages import page_parameters
 from repro.crosspaper.summaries import scope_and_scale, summary_markdown
 from repro.pooling_attention.trained import converged_config
 
@@ -23,6 +24,9 @@ def test_scales_come_from_parameters_and_the_paper_profile():
     three = scope_and_scale(3)["scale"]
     assert "11 tasks at 'compact' caps" in three  # the Tables 1-2 page's STS tasks and the retrieval pair
     assert "stage 2 1,563 steps x 128" in three
+    assert ("(the rest are computing)" in two) == bool(page_parameters("p2_main_table", "standard")["skip_runs"])
+    hard = scope_and_scale(2)["hard"]  # the tokenization's effect is computed from the stored sweeps
+    assert re.search(r"changed a run's mean raw score by [-+]\d+\.\d\d to [-+]\d+\.\d\d points \(\d+ runs", hard)
     # the smoke profile's pages give the smoke scale
     assert "'smoke' caps" in scope_and_scale(3, "smoke")["scale"]
 

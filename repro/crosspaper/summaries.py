@@ -17,7 +17,9 @@ from repro.autoregembed.experiments.tables import page_tasks as p3_page_tasks
 from repro.book import paper_profile
 from repro.book.pages import page_parameters
 from repro.core.tasks import TASKS
+from repro.embedfilter.claims import tokenization_comparison
 from repro.embedfilter.quoted import PAPER_DATASETS
+from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.trained import converged_config
 
 
@@ -40,6 +42,18 @@ def _datasets(tasks: list[str]) -> int:
 def _sizes(backbones: list[str]) -> str:
     """The paper's backbones with their parameter counts (from the models' cards, quoted in the profile)."""
     return ", ".join(f"{b.split('/')[-1]} ({paper_profile.PARAMETERS[b] / 1e9:.1f}B)" for b in backbones)
+
+
+def _tokenization_effect(suite: str) -> str:
+    """How far the book's earlier piece-wise tokenization moved each run's mean raw score, from the stored sweeps."""
+    _, tests = tokenization_comparison(stored_scores(suite, tokenization="pieces"),
+                                       stored_scores(suite, tokenization="official"))
+    if tests.empty:
+        return "the book's earlier runs tokenized it piece by piece (no run is stored both ways yet)"
+    raw = tests[tests["variant"] == "raw"]
+    low, high = raw["official - pieces"].min(), raw["official - pieces"].max()
+    return (f"moving to it from the book's earlier piece-wise tokenization changed a run's mean raw score by "
+            f"{low:+.2f} to {high:+.2f} points ({len(raw)} runs, on the tasks each has both ways)")
 
 
 def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
@@ -70,17 +84,18 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
         main, paper_main = page_parameters("p2_main_table", profile), paper_profile.PAPER["p2_main_table"]
         grid = [r for r in (f"{b}:{p}" for b in main["backbones"] for p in main["prompts"])
                 if r not in main.get("skip_runs", [])]
+        pending = " (the rest are computing)" if len(grid) < len(main["backbones"]) * len(main["prompts"]) else ""
         return {
             "scope": "the main table (the edge filter at ratios "
                      f"{', '.join(str(r) for r in main['ratios'])} on PromptEOL and Echo), the filter-type "
                      "ablation, the vocabulary-space frequency diagnosis, the spectrum, and the storage and search "
                      "cost.",
             "hard": "nothing is trained, but the tokenization matters: the official scripts tokenize PromptEOL's "
-                    "filled template in one call, and the book's earlier piece-wise tokenization moved STS scores "
-                    "by several points; the paper's own numbers are quoted from secondary summaries.",
+                    f"filled template in one call; {_tokenization_effect(main['suite'])}; the paper's own numbers "
+                    "are quoted from secondary summaries.",
             "scale": f"ours: {len(grid)} of the {len(main['backbones']) * len(main['prompts'])} backbone x prompt "
                      f"runs ({', '.join(grid)}) under the {main.get('tokenization', 'pieces')} tokenization on "
-                     f"{len(_tasks(main))} tasks at '{main['suite']}' caps (the rest are computing); the paper: "
+                     f"{len(_tasks(main))} tasks at '{main['suite']}' caps{pending}; the paper: "
                      f"{_sizes(paper_main['backbones'])}, {_datasets(paper_main['tasks'])} MTEB datasets in its "
                      f"official code's task list, which the paper profile runs ({source}); its main table averages "
                      f"{PAPER_DATASETS} of them (quoted).",

@@ -13,7 +13,7 @@ from repro.crosspaper.summaries import scope_and_scale, summary_markdown
 from repro.pooling_attention.trained import converged_config
 
 
-def test_scales_come_from_parameters_and_the_paper_profile():
+def test_scales_come_from_parameters_and_the_paper_profile(monkeypatch):
     one = scope_and_scale(1)["scale"]
     rule = converged_config("smollm2-135m")
     assert f"at most {rule.steps} steps x {rule.batch_size} examples" in one
@@ -25,7 +25,9 @@ def test_scales_come_from_parameters_and_the_paper_profile():
     assert "11 tasks at 'compact' caps" in three  # the Tables 1-2 page's STS tasks and the retrieval pair
     assert "stage 2 1,563 steps x 128" in three
     assert ("(the rest are computing)" in two) == bool(page_parameters("p2_main_table", "standard")["skip_runs"])
-    hard = scope_and_scale(2)["hard"]  # the tokenization's effect is computed from the stored sweeps
+    assert "no run is stored both ways yet" in scope_and_scale(2)["hard"]  # this test's own, empty store
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(Path(__file__).resolve().parents[1] / "results"))
+    hard = scope_and_scale(2)["hard"]  # the tokenization's effect is computed from the committed sweeps
     assert re.search(r"changed a run's mean raw score by [-+]\d+\.\d\d to [-+]\d+\.\d\d points \(\d+ runs", hard)
     # the smoke profile's pages give the smoke scale
     assert "'smoke' caps" in scope_and_scale(3, "smoke")["scale"]

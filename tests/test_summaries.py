@@ -26,8 +26,11 @@ def test_scales_come_from_parameters_and_the_paper_profile(monkeypatch):
     assert "stage 2 1,563 steps x 128" in three
     assert ("(the rest are computing)" in two) == bool(page_parameters("p2_main_table", "standard")["skip_runs"])
     assert "no run is stored both ways yet" in scope_and_scale(2)["hard"]  # this test's own, empty store
+    assert "no converged run of smollm2-135m is stored yet" in scope_and_scale(1)["hard"]
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(Path(__file__).resolve().parents[1] / "results"))
     hard = scope_and_scale(2)["hard"]  # the tokenization's effect is computed from the committed sweeps
+    assert re.search(r"\(\d+( to \d+)? runs per design on smollm2-135m; the SD over them of a run's mean score: "
+                     r"\d+\.\d for model 1, ", scope_and_scale(1)["hard"])
     assert re.search(r"changed a run's mean raw score by [-+]\d+\.\d\d to [-+]\d+\.\d\d points \(\d+ runs", hard)
     # the smoke profile's pages give the smoke scale
     assert "'smoke' caps" in scope_and_scale(3, "smoke")["scale"]

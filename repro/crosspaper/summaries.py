@@ -20,6 +20,7 @@ from repro.core.tasks import TASKS
 from repro.embedfilter.claims import tokenization_comparison
 from repro.embedfilter.quoted import PAPER_DATASETS
 from repro.embedfilter.sweep import stored_scores
+from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.trained import converged_config
 
 
@@ -42,6 +43,19 @@ def _datasets(tasks: list[str]) -> int:
 def _sizes(backbones: list[str]) -> str:
     """The paper's backbones with their parameter counts (from the models' cards, quoted in the profile)."""
     return ", ".join(f"{b.split('/')[-1]} ({paper_profile.PARAMETERS[b] / 1e9:.1f}B)" for b in backbones)
+
+
+def _run_spread(conv: dict) -> str:
+    """Per design on the first backbone: its stored converged runs and the SD over them of a run's mean score."""
+    backbone = conv["backbones"][0]
+    frame, _ = converged_scores(backbone, conv["models"], conv["seeds"], conv["suite"])
+    if frame.empty:
+        return f"no converged run of {backbone} is stored yet"
+    means = frame.groupby(["model", "seed"])["score"].mean().groupby("model")
+    runs, sd = means.size(), means.std()
+    count = f"{runs.min()}" if runs.min() == runs.max() else f"{runs.min()} to {runs.max()}"
+    return (f"{count} runs per design on {backbone}; the SD over them of a run's mean score: "
+            + ", ".join(f"{sd[m]:.1f} for model {m}" for m in sd.index))
 
 
 def _tokenization_effect(suite: str) -> str:
@@ -71,7 +85,7 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
                      "five designs trained on the same data (Tables 2-5), tested with the training runs as units.",
             "hard": "the designs' ranking at the earlier fixed budget was mostly training speed (the converged runs "
                     "under the declared budget rule replace it, seed by seed); the trainable heads vary a lot from "
-                    "run to run, so with three runs per design most differences between designs are not resolved; "
+                    f"run to run ({_run_spread(conv)}), so most differences between designs are not resolved; "
                     f"per-category claims rest on {_per_category(_tasks(tables))} tasks a category, which the runs "
                     "make testable.",
             "scale": f"ours: {', '.join(conv['backbones'])}, LoRA on CPU, at most {rule.steps} steps x {rule.batch_size} "

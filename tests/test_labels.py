@@ -36,3 +36,20 @@ def test_a_label_that_would_leave_the_axes_goes_left_and_nan_points_are_skipped(
     with pytest.raises(ValueError, match="labels"):
         label_points(ax, [1.0], [1.0], [])
     plt.close(fig)
+
+
+def test_a_label_never_covers_another_point():
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    xs, ys = [2.0, 3.0, 2.5], [5.0, 5.0, 5.05]  # the second and third points sit where the first's label would go
+    ax.scatter(xs, ys)
+    labels = ["a label long enough to reach", "b", "c"]
+    annotations = label_points(ax, xs, ys, labels)
+    points = ax.transData.transform(list(zip(xs, ys)))
+    for annotation, box in zip(annotations, _boxes(fig, annotations)):
+        for (px, py), label in zip(points, labels):
+            if label != annotation.get_text():
+                assert not (box.x0 < px < box.x1 and box.y0 < py < box.y1), (annotation.get_text(), label)
+    plt.close(fig)
+

@@ -3,7 +3,8 @@
 Matplotlib draws an annotation where it is told, so methods sharing an x value (every 576-dimension method of the
 leaderboard's dims panel) or a score (a method and its stage 1) print on top of each other. :func:`label_points`
 places each label to the right of its point (to the left where it would leave the axes), then moves a label up,
-in pixels, until its box clears every label already placed, with a thin leader line back to its point.
+in pixels, until its box clears every label already placed and every other point's marker, with a thin leader
+line back to its point.
 """
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ def _overlaps(a: tuple, b: tuple) -> bool:
 
 
 def label_points(ax, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], fontsize: float = 8,
-                 pad: float = 4.0) -> list:
-    """Annotate each point ``(xs[i], ys[i])`` of ``ax`` with ``labels[i]``, no two label boxes overlapping.
-    Call it after the axes' scales are set (it works in display pixels). Points with a NaN coordinate are skipped.
-    Returns the annotations."""
+                 pad: float = 4.0, marker: float = 3.5) -> list:
+    """Annotate each point ``(xs[i], ys[i])`` of ``ax`` with ``labels[i]``, no two label boxes overlapping and no
+    label over another point (a square of half-side ``marker`` pixels around it; keep ``marker < pad`` so a label
+    clears its own point). Call it after the axes' scales are set (it works in display pixels). Points with a NaN
+    coordinate are skipped. Returns the annotations."""
     if not len(xs) == len(ys) == len(labels):
         raise ValueError(f"label_points: {len(xs)} xs, {len(ys)} ys and {len(labels)} labels")
     ax.get_xlim(), ax.get_ylim()  # settle autoscaling before reading the transform
@@ -37,13 +39,14 @@ def label_points(ax, xs: Sequence[float], ys: Sequence[float], labels: Sequence[
     placed, out = [], []
     points = [(x, y, str(label)) for x, y, label in zip(xs, ys, labels) if np.isfinite(x) and np.isfinite(y)]
     pixels = ax.transData.transform([(x, y) for x, y, _ in points]) if points else np.empty((0, 2))
+    markers = [(px - marker, px + marker, py - marker, py + marker) for px, py in pixels]
     for (x, y, label), (px, py) in sorted(zip(points, pixels), key=lambda item: (item[1][1], item[1][0])):
         width = char * len(label)
         right = px + pad + width <= right_edge
         tx = px + pad if right else px - pad
         ty = py
         box = _box(tx, ty, width, height, right)
-        while any(_overlaps(box, other) for other in placed):
+        while any(_overlaps(box, other) for other in placed + markers):
             ty += height / 2
             box = _box(tx, ty, width, height, right)
         placed.append(box)

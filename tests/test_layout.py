@@ -137,6 +137,38 @@ def test_every_notebook_cell_parses_and_its_repro_imports_resolve():
                     assert not missing, (path.name, node.module, missing)
 
 
+def test_no_notebook_drops_a_table_inside_a_block():
+    """A frame computed as a bare expression inside an if/for/with block is never shown (only a cell's last
+    top-level expression is): such a call to a library function that returns a value must be wrapped in display()
+    (drawing functions, which return their artists, aside)."""
+    import inspect
+    import json
+
+    draws = {"label_points"}  # returns the annotations it drew
+    dropped = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        imported = {}
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            tree = ast.parse("".join(cell["source"]))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("repro"):
+                    module = importlib.import_module(node.module)
+                    imported |= {a.asname or a.name: getattr(module, a.name, None) for a in node.names}
+            for top in tree.body:
+                if not isinstance(top, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                    continue
+                for node in ast.walk(top):
+                    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                            and isinstance(node.value.func, ast.Name) and callable(imported.get(node.value.func.id)) \
+                            and node.value.func.id not in draws:
+                        returns = inspect.signature(imported[node.value.func.id]).return_annotation
+                        if returns not in (inspect.Signature.empty, None, "None"):
+                            dropped.append((path.name, ast.unparse(node.value)[:80]))
+    assert not dropped, dropped
+
+
 def test_committed_training_records_keep_their_keys_after_the_move():
     """The configs the book's Paper 1 pages build still find their committed training records and scores (a
     refactor never changes a result key)."""

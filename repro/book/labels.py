@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import matplotlib as mpl
 import numpy as np
+from matplotlib.font_manager import FontProperties
 
 
 def _box(x: float, y: float, width: float, height: float, right: bool) -> tuple[float, float, float, float]:
@@ -24,24 +26,27 @@ def _overlaps(a: tuple, b: tuple) -> bool:
 
 
 def label_points(ax, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], fontsize: float = 8,
-                 pad: float = 4.0, marker: float = 3.5) -> list:
+                 marker: float | None = None) -> list:
     """Annotate each point ``(xs[i], ys[i])`` of ``ax`` with ``labels[i]``, no two label boxes overlapping and no
-    label over another point (a square of half-side ``marker`` pixels around it; keep ``marker < pad`` so a label
-    clears its own point). Call it after the axes' scales are set (it works in display pixels). Points with a NaN
+    label over a point (a square of half-side ``marker`` points around it, by default the radius of matplotlib's
+    default marker; ``s ** 0.5 / 2`` for ``scatter(s=s)``). Call it after the axes' scales and the figure's layout
+are set (``tight_layout``): it works in display pixels. Points with a NaN
     coordinate are skipped. Returns the annotations."""
     if not len(xs) == len(ys) == len(labels):
         raise ValueError(f"label_points: {len(xs)} xs, {len(ys)} ys and {len(labels)} labels")
     ax.get_xlim(), ax.get_ylim()  # settle autoscaling before reading the transform
     dpi = ax.figure.dpi
+    marker = (mpl.rcParams["lines.markersize"] / 2 if marker is None else marker) * dpi / 72
+    pad = marker + 2 * dpi / 72  # a label starts just clear of its own point
     height = fontsize * dpi / 72 * 1.25
-    char = fontsize * dpi / 72 * 0.6
+    renderer, font = ax.figure.canvas.get_renderer(), FontProperties(size=fontsize)
     right_edge = ax.get_window_extent().x1
     placed, out = [], []
     points = [(x, y, str(label)) for x, y, label in zip(xs, ys, labels) if np.isfinite(x) and np.isfinite(y)]
     pixels = ax.transData.transform([(x, y) for x, y, _ in points]) if points else np.empty((0, 2))
     markers = [(px - marker, px + marker, py - marker, py + marker) for px, py in pixels]
     for (x, y, label), (px, py) in sorted(zip(points, pixels), key=lambda item: (item[1][1], item[1][0])):
-        width = char * len(label)
+        width = renderer.get_text_width_height_descent(label, font, ismath=False)[0] + 2  # measured, in pixels
         right = px + pad + width <= right_edge
         tx = px + pad if right else px - pad
         ty = py

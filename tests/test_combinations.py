@@ -62,15 +62,17 @@ def _filter_gains(stored, gains):
     return combinations.PAIRS[0][2], combinations.PAIRS[1][2]
 
 
-def test_the_summary_says_whether_the_training_free_gain_survives_training(stored):
+def test_the_summary_says_what_the_filter_does_on_the_trained_weights(stored):
     c1, c2 = _filter_gains(stored, (0.0, -1.0, 2.0, 3.0))
     text = combinations.filter_summary(combinations.combination_table())
-    assert "does not survive training" in text and "+3.00 (p < 0.001, the filter helps)" in text
+    assert "the filter helps none of the 2 trained models and hurts 1; on 1 the test finds no significant " \
+           "difference, which does not show that there is none" in text
+    assert "+3.00 (p < 0.001, the filter helps)" in text and "not a verdict about training" in text
     stored["pairs"] |= {c1: _frame(1.0)}
-    assert "survives training on 1 of the 2 trained models only" in combinations.filter_summary(
+    assert "the filter helps 1 of the 2 trained models and hurts 1:" in combinations.filter_summary(
         combinations.combination_table())
     stored["pairs"] |= {c2: _frame(1.0)}
-    assert "survives training on all 2 trained models" in combinations.filter_summary(
+    assert "the filter helps all of the 2 trained models:" in combinations.filter_summary(
         combinations.combination_table())
 
 
@@ -117,7 +119,7 @@ def test_the_summary_names_a_trained_pair_not_scored_yet_and_counts_it_once_scor
     assert "none of the 2 trained models" in text and "Not scored yet: trained AutoRegEmbed's encoder" in text
     stored["autoreg"] = (_frame().assign(weights="w"), _frame(2.0).assign(weights="w"))
     text = combinations.filter_summary(combinations.combination_table())
-    assert "on 1 of the 3 trained models only" in text and "Not scored yet" not in text
+    assert "the filter helps 1 of the 3 trained models and hurts 1" in text and "Not scored yet" not in text
 
 
 def test_scoring_autoregembeds_pair_trains_nothing_and_refuses_whitening():
@@ -180,3 +182,19 @@ def test_a_combination_not_computed_yet_is_a_missing_ledger_row_not_an_error():
     table = pd.DataFrame([{"question": PROMPT_QUESTION, "kind": "input format", "base": "b", "combined": "c",
                            "tasks": 0, "difference": float("nan"), "verdict": "not computed: repro train ..."}])
     assert ledger_rows(table)["verdict"].tolist() == ["missing results"]  # no 'p (runs)' column: still a row
+
+
+def test_paper2s_methods_have_one_score_on_the_leaderboard_the_combinations_and_paper2s_pages(monkeypatch):
+    from pathlib import Path
+
+    from repro.crosspaper.leaderboard import leaderboard_runs, paper2_tokenization
+    from repro.embedfilter.sweep import stored_scores
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(Path(__file__).resolve().parents[1] / "results"))  # committed
+    assert paper2_tokenization() == "official"
+    sweep = stored_scores("compact", tokenization="official")
+    part = sweep[(sweep.backbone == "smollm2-135m") & (sweep.prompt == "prompteol") & (sweep.variant == "raw")]
+    page = part.groupby("task")["main_score"].mean().mean() * 100  # what Paper 2's pages average
+    scores, _ = leaderboard_runs()
+    assert scores[scores.method == "prompteol"]["score"].mean() == pytest.approx(page)
+    assert combinations.pair_scores("smollm2-135m/prompteol")["score"].mean() == pytest.approx(page)

@@ -42,7 +42,7 @@ from repro.core.seeds import ONE_RUN_PREFIX
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
 from repro.core.verdicts import INCONCLUSIVE, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide, run_comparison
-from repro.crosspaper.leaderboard import paper3_configs
+from repro.crosspaper.leaderboard import paper2_tokenization, paper3_configs
 from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
@@ -62,10 +62,11 @@ PAIRS = [
 
 def pair_scores(recipe: str, suite: str = SUITE) -> pd.DataFrame:
     """A recipe's per-task scores for a pair: a trained recipe's from ``repro evaluate --recipe`` only (both sides
-    from the same weights), a training-free recipe's from wherever they are stored."""
+    from the same weights), a training-free recipe's from the EmbedFilter sweeps under the tokenization of Paper 2's
+    pages (so its gain is the one those pages report)."""
     if parse_recipe(recipe)[1] in TRAINED_RECIPES:
         return evaluated_scores(recipe, suite)
-    return recipe_scores(recipe, suite)[0]
+    return recipe_scores(recipe, suite, tokenization=paper2_tokenization())[0]
 
 
 DELTA = "difference, "  # prefix of the per-category difference columns (combined minus base, x100)
@@ -229,8 +230,10 @@ def combination_table(suite: str = SUITE, backbone: str = "smollm2-135m") -> pd.
     rows = []
     for question, base, combined in PAIRS:
         a, b = pair_scores(base, suite), pair_scores(combined, suite)
-        kind = "trained (Paper 1)" if parse_recipe(base)[1] in TRAINED_RECIPES else "untrained"
-        row = _compared({"question": question, "kind": kind, "base": base, "combined": combined}, a, b,
+        trained = parse_recipe(base)[1] in TRAINED_RECIPES
+        kind = "trained (Paper 1)" if trained else "untrained"
+        note = "" if trained else f" ({paper2_tokenization()} tokenization)"
+        row = _compared({"question": question, "kind": kind, "base": base + note, "combined": combined + note}, a, b,
                         "the filter helps", "the filter hurts")
         if row["tasks"] < len(TASKS):
             missing = [r for r, f in ((base, a), (combined, b)) if len(f) < len(TASKS)]
@@ -289,19 +292,17 @@ def filter_summary(table: pd.DataFrame) -> str:
                             f"{r['verdict']})" for _, r in part.iterrows())
 
     helped = int((scored.verdict == "the filter helps").sum())
+    hurt = int((scored.verdict == "the filter hurts").sum())
     models = f"{len(scored)} trained model{'s' if len(scored) > 1 else ''}"
-    if helped == len(scored):
-        outcome = f"the training-free gain survives training on {'all ' if len(scored) > 1 else ''}{models}"
-    elif helped:
-        outcome = f"the training-free gain survives training on {helped} of the {models} only"
-    else:
-        outcome = (f"the training-free gain does not survive training: the filter helps none of the {models}"
-                   if (untrained.verdict == "the filter helps").all() else
-                   "the filter helps neither the trained models nor every untrained one")
+    outcome = (f"the filter helps {'all' if helped == len(scored) else helped or 'none'} of the {models}"
+               + (f" and hurts {hurt}" if hurt else "")
+               + (f"; on {len(scored) - helped - hurt} the test finds no significant difference, which does not "
+                  "show that there is none" if len(scored) - helped - hurt else ""))
     pending = trained[trained["difference"].isna()]
     later = (f" Not scored yet: {', '.join(q.split(' on ')[1] for q in pending.question)}." if len(pending) else "")
     return (f"EmbedFilter edge/2 minus the same embedding without it, mean over {int(scored.tasks.min())} tasks: "
-            f"on {listed(untrained)}; on {listed(scored)}. At this scale (one training seed), {outcome}.{later}")
+            f"on {listed(untrained)}; on {listed(scored)}. On these weights (one training run per model), "
+            f"{outcome}: a finding about these weights, not a verdict about training (the ledger gives it none).{later}")
 
 
 def main(argv=None):

@@ -78,8 +78,14 @@ def _untrained(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     return out
 
 
+def paper2_tokenization() -> str:
+    """The tokenization of Paper 2's current pages (the standard main table's), which the leaderboard's Paper 2
+    rows share so that one method has one score across the book."""
+    return page_parameters("p2_main_table", "standard")["tokenization"]
+
+
 def _embedfilter(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
-    scores = stored_scores(SUITE)
+    scores = stored_scores(SUITE, tokenization=paper2_tokenization())
     if scores.empty:
         return {}
     scores = scores[scores.backbone == backbone]
@@ -91,7 +97,8 @@ def _embedfilter(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
             part = scores[(scores.prompt == prompt) & (scores.variant == variant)]
             per_task = part.groupby("task")["main_score"].mean() * 100
             row = Row(label, name + (" + EF" if suffix else ""), "2",
-                      f"repro embedfilter --prompt {prompt} --suite compact", key, True)
+                      f"repro embedfilter --prompt {prompt} --suite compact --tokenization {paper2_tokenization()}",
+                      key, True)
             out[key] = row, _task_frame(key, per_task)
     return out
 

@@ -17,7 +17,15 @@ from repro.autoregembed.train import RUNS_EXPERIMENT as AUTOREG_RUNS
 from repro.autoregembed.train import run_params as ar_run_params
 from repro.core.reference import minilm_path
 from repro.core.tasks import TASKS
-from repro.crosspaper.leaderboard import BUDGET_IDS, SUITE, baseline_id, paper1_id, paper3_budget_frame, paper3_configs
+from repro.crosspaper.leaderboard import (
+    BUDGET_IDS,
+    SUITE,
+    baseline_id,
+    paper1_id,
+    paper2_tokenization,
+    paper3_budget_frame,
+    paper3_configs,
+)
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, run_table
 from repro.store.results import load_result
@@ -103,7 +111,7 @@ def dimensions(scores: pd.DataFrame, backbone: str = "smollm2-135m") -> pd.Serie
     """Each method's embedding dimensions, by row id: EmbedFilter's stored ``dims`` (edge/2 keeps half of the
     backbone's width), the backbone's width for every other decoder method (Paper 1's heads and Paper 3's encoders
     pool to it), and all-MiniLM-L6-v2's from its packaged config."""
-    sweep = stored_scores(SUITE)
+    sweep = stored_scores(SUITE, tokenization=paper2_tokenization())
     dims: dict[str, float] = {}
     if not sweep.empty and "dims" in sweep:
         sweep = sweep[sweep.backbone == backbone]

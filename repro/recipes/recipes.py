@@ -146,23 +146,24 @@ def recipes_table(suite: str = "compact") -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").sort_values(["tasks", "mean"], ascending=False)
 
 
-def recipe_scores(recipe: str, suite: str = "compact") -> tuple[pd.DataFrame, str]:
+def recipe_scores(recipe: str, suite: str = "compact", tokenization: str = "pieces") -> tuple[pd.DataFrame, str]:
     """The stored per-task scores of a recipe (columns task, category, score x100; read only) and where they come
-    from: the EmbedFilter sweeps (PromptEOL, Echo, any filter), the untrained references (last, mean), the shipped
-    seed's converged Paper 1 run (p1-model1, p1-model5), else ``repro evaluate --recipe`` (``recipe_scores``)."""
+    from: the EmbedFilter sweeps (PromptEOL, Echo, any filter; under ``tokenization``: "pieces", the recipes' own,
+    or EmbedFilter's "official" one of Paper 2's pages), the untrained references (last, mean), the shipped seed's
+    converged Paper 1 run (p1-model1, p1-model5), else ``repro evaluate --recipe`` (``recipe_scores``)."""
     columns = ["task", "category", "score"]
     source = f"results/{RECIPE_SCORES} (repro evaluate --recipe)"
     frame = pd.DataFrame(columns=columns)
     if not recipe.startswith("run:"):
         backbone, method, variant = parse_recipe(recipe)
         if method in PROMPT_POOLING:
-            scores = stored_scores(suite)
+            scores = stored_scores(suite, tokenization=tokenization)
             if len(scores):
                 part = scores[(scores.backbone == backbone) & (scores.prompt == method)
                               & (scores.variant == (variant or "raw"))]
                 per_task = part.groupby("task")["main_score"].mean() * 100
                 frame = pd.DataFrame({"task": per_task.index, "score": per_task.values})
-                source = "results/embedfilter (the EmbedFilter sweeps)"
+                source = f"results/embedfilter (the EmbedFilter sweeps, {tokenization} tokenization)"
         elif method in UNTRAINED and variant is None:
             label = {"last": "last token", "mean": "mean"}[method]
             frame = records_frame(label, stored_untrained(backbone, suite)[label])[["task", "score"]]

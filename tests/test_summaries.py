@@ -75,3 +75,13 @@ def test_the_intros_answer_marks_each_headline_statement_from_the_ledgers_verdic
     answer = answer_table(table)
     assert answer["statement"].tolist() == ["a", "c"] and answer[""].tolist() == ["✓", "~"]  # headline only
     assert answer["paper (quoted)"].tolist() == ["Q: +4.50", "-"]
+
+
+def test_what_did_not_reproduce_counts_contradicted_and_undecided_apart():
+    from repro.crosspaper.statements import outcome_sentence
+
+    verdicts = pd.Series(["supported", "contradicted", "inconclusive", "significant but below the margin",
+                          "one run per method, no verdict", "missing results", "supported"])
+    assert outcome_sentence(verdicts, "P statements") == (
+        "Of the 5 tested P statements, 2 are supported, 1 contradicted and 2 decided neither way (inconclusive at our "
+        "runs, or significant but below the margin); the 3 not supported are listed here.")

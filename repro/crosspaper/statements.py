@@ -128,6 +128,16 @@ def summary_counts(counts: pd.Series) -> dict:
             "tested": int(counts.sum()) - untested, "untestable": untested}
 
 
+def outcome_sentence(verdicts: pd.Series, noun: str) -> str:
+    """How the tested ``noun`` (e.g. "Paper 1 statements") came out: supported, contradicted, and decided neither
+    way (inconclusive, or significant but below the margin), the last two being what did not reproduce."""
+    counts = summary_counts(verdicts.astype(str).value_counts())
+    neither = counts["tested"] - counts["supported"] - counts["contradicted"]
+    return (f"Of the {counts['tested']} tested {noun}, {counts['supported']} are supported, {counts['contradicted']} "
+            f"contradicted and {neither} decided neither way (inconclusive at our runs, or significant but below the "
+            f"margin); the {counts['contradicted'] + neither} not supported are listed here.")
+
+
 MARKS = {SUPPORTED: "✓", CONTRADICTED: "✗"}  # anything else a test decided: "~"; no test: "–"
 
 

@@ -365,6 +365,8 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
 
     statements = ledger_statements.statements(ledger.adjusted(rows))
     assert len(statements) == 2 and statements["comparisons"].sum() == len(rows)  # one verdict per statement
+    itself = rows.iloc[:2].assign(ours=[0.0, 3.0], verdict=["not testable (the same model on both sides)", "supported"])
+    assert ledger_statements.statements(ledger.adjusted(itself))["ours"].tolist() == ["+3.00"]  # itself: no range end
     counts = ledger_statements.verdict_counts(pd.concat([statements, statements.iloc[:1].assign(verdict="untestable",
                                                                                      statement="another")]))
     assert counts.loc[(ledger.PAPERS[1], ledger.HEADLINE)].to_dict() == {"supported": 2, "untestable": 1}

@@ -9,7 +9,7 @@ import re
 
 import pandas as pd
 
-from repro.core.verdicts import CONTRADICTED, SUPPORTED, adjusted_verdict, is_tested, statement_verdict
+from repro.core.verdicts import CONTRADICTED, SAME_MODEL, SUPPORTED, adjusted_verdict, is_tested, statement_verdict
 from repro.crosspaper.ledger import LAST_LAYER, all_comparisons, claims_ledger, statement_of
 from repro.store.results import all_results
 
@@ -17,8 +17,8 @@ ANY = {LAST_LAYER}  # statements of existence: supported by any one of their com
 
 
 def statements(ledger: pd.DataFrame) -> pd.DataFrame:
-    """One row per paper statement: its tier, its comparisons, the range of their differences, the largest
-    adjusted p, and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
+    """One row per paper statement: its tier, its comparisons, the range of their differences (a model against
+    itself left out: its 0 is no measurement), the largest adjusted p, and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
     supported by any one supported comparison)."""
     rows = []
     frame = ledger.assign(statement=ledger["claim"].map(statement_of))
@@ -29,7 +29,7 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
                        else statement_verdict([v for v in verdicts if v != CONTRADICTED]))
         else:
             verdict = statement_verdict(verdicts)
-        ours = pd.to_numeric(part["ours"], errors="coerce")
+        ours = pd.to_numeric(part["ours"], errors="coerce").where(part["verdict"].ne(SAME_MODEL))  # 0 by definition
         rows.append({"paper": paper, "statement": statement, "tier": part["tier"].iloc[0],
                      "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
                                                         f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()

@@ -18,6 +18,7 @@ def test_scales_come_from_parameters_and_the_paper_profile(monkeypatch):
     rule = converged_config("smollm2-135m")
     assert f"at most {rule.steps} steps x {rule.batch_size} examples" in one
     assert f"{len(paper_profile.P1_TASKS)} MTEB tasks" in one and "Mistral-7B-v0.1 (7.2B)" in one
+    assert "1,000 steps x 2,048 examples" in one and "19 tasks (gemma3-270m: 17)" in one  # 8 a device x 256 steps
     assert "quoted from the official code, yixuantt/PoolingAndAttn@" in one
     two = scope_and_scale(2)["scale"]
     assert "CQADupstack" not in two and "56 MTEB datasets" in two  # its 12 subforums count once, as in MTEB

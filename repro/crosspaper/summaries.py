@@ -80,6 +80,9 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
         fig, tables = page_parameters("p1_layerwise_mteb", profile), page_parameters("p1_tables", profile)
         conv, paper_tables = page_parameters("p1_converged", profile), paper_profile.PAPER["p1_tables"]
         rule = converged_config(conv["backbones"][0])
+        per_step = rule.batch_size * rule.accumulation  # examples per optimizer step
+        fewer = "".join(f" ({b}: {len(t)})" for b, t in conv.get("backbone_tasks", {}).items()
+                        if b in conv["backbones"] and len(t) != len(_tasks(tables)))
         return {
             "scope": f"Figure 1 (layer correlation), Figure 2 (every layer scored on {len(_tasks(fig))} tasks), the "
                      "five designs trained on the same data (Tables 2-5), tested with the training runs as units.",
@@ -88,10 +91,11 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
                     f"run to run ({_run_spread(conv)}), so most differences between designs are not resolved; "
                     f"per-category claims rest on {_per_category(_tasks(tables))} tasks a category, which the runs "
                     "make testable.",
-            "scale": f"ours: {', '.join(conv['backbones'])}, LoRA on CPU, at most {rule.steps} steps x {rule.batch_size} "
-                     f"examples ({rule.steps * rule.batch_size:,}), {len(_tasks(tables))} tasks at "
+            "scale": f"ours: {', '.join(conv['backbones'])}, LoRA on CPU, at most {rule.steps} steps x {per_step} "
+                     f"examples ({rule.steps * per_step:,}), {len(_tasks(tables))} tasks{fewer} at "
                      f"'{tables['suite']}' caps; the paper: {_sizes(paper_profile.P1_BACKBONES)}, "
-                     f"{paper_tables['steps']:,} steps x {paper_tables['batch_size']:,} examples, "
+                     f"{paper_tables['steps']:,} steps x "
+                     f"{paper_tables['batch_size'] * paper_tables.get('accumulation', 1):,} examples, "
                      f"{len(paper_profile.P1_TASKS)} MTEB tasks ({source}).",
         }
     if paper == 2:

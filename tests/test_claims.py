@@ -692,3 +692,24 @@ def test_paper2_rows_count_the_current_scope_and_keep_the_earlier_one_as_history
     earlier = before[before["claim"].str.startswith(ledger_paper2.EDGE_IMPROVES)]
     assert not earlier["current"].any() and set(earlier["verdict"]) == {"contradicted"}
     assert before[before["claim"].str.startswith(ledger_paper2.EDGE_PER_CATEGORY)].empty  # one category: no split
+
+
+def test_the_best_layer_test_counts_the_choice_of_the_best_layer():
+    from repro.core.stats import wilcoxon_over_tasks
+    from repro.pooling_attention.claims import best_layer_test, best_vs_last_layer
+
+    rng = np.random.default_rng(0)
+    runs, picked, tested = 150, 0, 0
+    for _ in range(runs):  # 12 layers of noise around one mean (each its own spread) on 19 tasks
+        wide = pd.DataFrame(rng.normal(50, 10, (19, 1)) + rng.normal(0, 1, (19, 12)) * rng.uniform(0.2, 3, 12))
+        picked += wilcoxon_over_tasks(wide[wide.mean().idxmax()], wide[11])["p"] < 0.05  # picked on the tested tasks
+        tested += best_layer_test(wide, 11, n_resamples=1000, seed=int(rng.integers(10**9)))["p"] < 0.05
+    assert picked / runs > 0.1 and tested / runs <= 0.08  # the naive test's false positives; this one's level
+    wide = pd.DataFrame(rng.normal(50, 10, (19, 1)) + rng.normal(0, 1, (19, 12)))
+    wide[4] += 1.5  # one layer truly better by 1.5 SD
+    assert best_layer_test(wide, 11)["p"] < 0.01
+    assert best_layer_test(wide.iloc[:4], 11)["verdict"].startswith("untestable at n=4 tasks")
+    long = wide.stack().rename("score").rename_axis(["task", "layer"]).reset_index()
+    table = best_vs_last_layer(long.assign(backbone="b", category="STS", pooling="last"), n_resamples=1000)
+    row = table[table.category == "all tasks"].iloc[0]
+    assert row["best layer"] == 4 and row["p (max over layers)"] < 0.01 and row["verdict"] == "significant: first better"

@@ -146,3 +146,15 @@ def test_the_ledger_adjusts_over_its_tests_and_decides_again():
                                                             p=[0.6, 0.7, 0.8, 0.9])], ignore_index=True))
     # eight tests in the family: 0.02 adjusts to 0.053, and its verdict is decided again
     assert more["verdict at our scale"].tolist()[:3] == [SUPPORTED, SUPPORTED, INCONCLUSIVE]
+
+
+def test_a_no_difference_claim_names_the_equivalence_test_its_p_comes_from():
+    from repro.core.verdicts import TASKS_TEST, claim_row, tasks_test
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(60, 5, 9)
+    test = tasks_test(a + 0.1, a)
+    gain = claim_row("c", "a vs b", "STS", "better", test, a + 0.1, a, 9)
+    same = claim_row("c", "a vs b", "STS", "no gain", test, a + 0.1, a, 9)
+    assert gain["test"] == TASKS_TEST and gain["p"] == test["p (difference)"]
+    assert same["test"].startswith(TASKS_TEST) and "TOST" in same["test"] and same["p"] != gain["p"]

@@ -277,6 +277,14 @@ def ci_text(test: dict) -> str:
     return f"[{low:.2f}, {high:.2f}]" if np.isfinite(low) else ""
 
 
+def test_name(test: dict, expected: str) -> str:
+    """The name of the test a claim's p comes from: the difference's test for a gain claim; for a claim of no
+    difference, the equivalence test on the same units (:func:`claim_p`)."""
+    if expected in GAIN:
+        return test["test"]
+    return f"{test['test']}; the p: two one-sided tests against the margin (TOST, {expected})"
+
+
 def claim_row(claim: str, comparison: str, category: str, expected: str, test: dict, first, second,
               paired: int) -> dict:
     """One claim's row in the shared claims schema (what every claims module and page reads): the comparison, the
@@ -286,7 +294,8 @@ def claim_row(claim: str, comparison: str, category: str, expected: str, test: d
     return {"claim (paper)": claim, "comparison": comparison, "category": category, "expected": expected,
             "paired": paired, "mean first": first.mean() if first.size else np.nan,
             "mean second": second.mean() if second.size else np.nan, "difference": test["difference"],
-            "p": claim_p(test, expected), "90% CI": ci_text(test), "test": test["test"], "units": test["units"],
+            "p": claim_p(test, expected), "90% CI": ci_text(test), "test": test_name(test, expected),
+            "units": test["units"],
             "margin side": margin_side(test, expected), "verdict at our scale": decide(test, expected)}
 
 

@@ -47,3 +47,12 @@ def test_snake_case_columns_read_as_words_and_odd_frames_keep_pandas_form():
     assert frame_html(many) == many._repr_html_()  # truncated as pandas does, never every row
     # a page's own formats still apply after the book's (styled returns a Styler)
     assert "50%" in styled(pd.DataFrame({"share": [0.5]})).format({"share": "{:.0%}"}).to_html()
+
+
+def test_a_pages_long_table_is_shown_whole():
+    from repro.book.notebook import quiet
+
+    with pd.option_context("display.max_rows", 60):
+        quiet()
+        html = frame_html(pd.DataFrame({"task": [f"t{i}" for i in range(703)], "score": range(703)}))
+    assert html.count("<tr") == 704 and "t702" in html  # the header and every row (pandas cuts at 60 otherwise)

@@ -20,6 +20,7 @@ from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: 
 from repro.core.verdicts import CONTRADICTED, SUPPORTED, is_tested
 from repro.store.paths import offline
 
+MAX_ROWS = 2000  # rows a page's table shows before pandas cuts it
 FIGURE_DPI = 120  # the pages' figures (rcParams in quiet)
 MIN_FONT_PT = 9  # the smallest font a figure uses: quiet's sizes and every size a page sets (tested), so that a
 # figure shown at the text column's width (book/_static/book.css) keeps its text at 9 pt or more when it is at most
@@ -65,6 +66,7 @@ def quiet() -> None:
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
     register_tables()  # every displayed DataFrame: no 0..N index, ✓ / ✗, rounded columns (repro.book.table_format)
+    pd.set_option("display.max_rows", MAX_ROWS)  # a page's long tables (collapsed) are shown whole, never cut at 10
     mpl.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "font.size": 11, "axes.titlesize": 12,
                          "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10, "ytick.labelsize": 10,
                          "legend.title_fontsize": 10, "figure.titlesize": 12})

@@ -713,3 +713,12 @@ def test_the_best_layer_test_counts_the_choice_of_the_best_layer():
     table = best_vs_last_layer(long.assign(backbone="b", category="STS", pooling="last"), n_resamples=1000)
     row = table[table.category == "all tasks"].iloc[0]
     assert row["best layer"] == 4 and row["p (max over layers)"] < 0.01 and row["verdict"] == "significant: first better"
+
+
+def test_a_ledger_statistic_without_a_p_has_no_dangling_comma():
+    from repro.crosspaper.ledger_schema import from_claims
+
+    claims = pd.DataFrame({"claim (paper)": ["c", "d"], "category": ["STS", "STS"], "difference": [1.0, 2.0],
+                           "p": [np.nan, 0.01], "units": ["1 task", "9 tasks"],
+                           "verdict at our scale": ["untestable at n=1", "supported"]})
+    assert from_claims(1, claims, "s", "p")["statistic"].tolist() == ["1 task", "p = 0.0100, 9 tasks"]

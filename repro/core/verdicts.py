@@ -150,7 +150,7 @@ def tasks_test(a, b, margin: float = MARGIN, alpha: float = ALPHA) -> dict:
     keep = np.isfinite(a) & np.isfinite(b)
     diff = a[keep] - b[keep]
     n = len(diff)
-    out = {"test": TASKS_TEST, "units": f"{n} tasks", "tasks": n, "difference": float(diff.mean()) if n else np.nan}
+    out = {"test": TASKS_TEST, "units": f"{n} task{'s' if n != 1 else ''}", "tasks": n, "difference": float(diff.mean()) if n else np.nan}
     if n == 0:
         return out | {"untestable": MISSING, "p (difference)": np.nan}
     nonzero = diff[diff != 0]

@@ -37,7 +37,8 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         "paper": PAPERS[paper], "claim": claim, "tier": tier, "scale": scale, "ours": claims["difference"].round(2),
         "paper (quoted)": quoted if quoted is not None else NOT_QUOTED,
         "test": test if test is not None else claims.get("test", WILCOXON),
-        "statistic": p.map(fmt_p) + ", " + units.astype(str), "expected": claims.get("expected", "better"),
+        "statistic": [", ".join(x for x in (fmt_p(v), str(u)) if x) for v, u in zip(p, units)],
+        "expected": claims.get("expected", "better"),
         "p": p.astype(float), "margin side": claims.get("margin side", ""),
         "verdict": claims["verdict at our scale"], "page": page, "current": current,
         "margin": claims["margin"] if "margin" in claims else float("nan")})

@@ -278,27 +278,40 @@ def _p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-def filter_summary(table: pd.DataFrame) -> str:
-    """One sentence: does the filter's training-free gain survive training (from :func:`combination_table`);
-    a trained pair not scored yet is named, not counted."""
+def _filter_parts(table: pd.DataFrame):
+    """:func:`combination_table`'s filter pairs: the untrained ones, the trained ones scored, those not yet."""
     filtered = table[table.kind != "input format"]
     untrained, trained = filtered[filtered.kind == "untrained"], filtered[filtered.kind != "untrained"]
-    scored = trained.dropna(subset=["difference"])
+    return untrained, trained.dropna(subset=["difference"]), trained[trained["difference"].isna()]
+
+
+def filter_outcome(table: pd.DataFrame) -> str:
+    """The short answer on the trained weights (from :func:`combination_table`): how many of the trained models the
+    filter helps and hurts; "" while a pair is not scored."""
+    untrained, scored, _ = _filter_parts(table)
     if untrained["difference"].isna().any() or scored.empty:
+        return ""
+    helped = int((scored.verdict == "the filter helps").sum())
+    hurt = int((scored.verdict == "the filter hurts").sum())
+    models = f"{len(scored)} trained model{'s' if len(scored) > 1 else ''}"
+    return (f"the filter helps {'all' if helped == len(scored) else helped or 'none'} of the {models}"
+            + (f" and hurts {hurt}" if hurt else "")
+            + (f"; on {len(scored) - helped - hurt} the test finds no significant difference, which does not "
+               "show that there is none" if len(scored) - helped - hurt else ""))
+
+
+def filter_summary(table: pd.DataFrame) -> str:
+    """The filter on trained weights in full (from :func:`combination_table`): every pair's difference and test,
+    then :func:`filter_outcome`; a trained pair not scored yet is named, not counted."""
+    untrained, scored, pending = _filter_parts(table)
+    outcome = filter_outcome(table)
+    if not outcome:
         return "Not every EmbedFilter pair is scored yet (the table names what computes the rest)."
 
     def listed(part):
         return "; on ".join(f"{r['question'].split(' on ')[1]}: {r['difference']:+.2f} ({_p(r['p (Wilcoxon)'])}, "
                             f"{r['verdict']})" for _, r in part.iterrows())
 
-    helped = int((scored.verdict == "the filter helps").sum())
-    hurt = int((scored.verdict == "the filter hurts").sum())
-    models = f"{len(scored)} trained model{'s' if len(scored) > 1 else ''}"
-    outcome = (f"the filter helps {'all' if helped == len(scored) else helped or 'none'} of the {models}"
-               + (f" and hurts {hurt}" if hurt else "")
-               + (f"; on {len(scored) - helped - hurt} the test finds no significant difference, which does not "
-                  "show that there is none" if len(scored) - helped - hurt else ""))
-    pending = trained[trained["difference"].isna()]
     later = (f" Not scored yet: {', '.join(q.split(' on ')[1] for q in pending.question)}." if len(pending) else "")
     return (f"EmbedFilter edge/2 minus the same embedding without it, mean over {int(scored.tasks.min())} tasks: "
             f"on {listed(untrained)}; on {listed(scored)}. On these weights (one training run per model), "

@@ -210,3 +210,24 @@ def test_the_repro_command_lists_its_commands_and_refuses_unknown_ones():
     assert bad.returncode != 0 and "unknown command 'nope'" in bad.stderr and "build" in bad.stderr
     sub = subprocess.run([sys.executable, "-m", "repro", "train", "--help"], capture_output=True, text=True, cwd=ROOT)
     assert sub.returncode == 0 and "--model" in sub.stdout
+
+
+def test_every_current_figure_is_captioned_in_the_cell_that_draws_it():
+    """A current page's figure carries its takeaway (repro.book.notebook.caption) from the cell that shows it; the
+    superseded appendix's pages are history and exempt."""
+    import json
+
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text())
+    superseded = {chapter["file"] for part in toc["parts"] if "superseded" in part["caption"]
+                  for chapter in part["chapters"]}
+    bare = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        if path.stem in superseded:
+            continue
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and "plt.show()" in source and "caption(" not in source:
+                bare.append((path.name, source.splitlines()[0][:60]))
+    assert not bare, bare

@@ -709,6 +709,16 @@ def test_the_best_layer_test_counts_the_choice_of_the_best_layer():
     wide[4] += 1.5  # one layer truly better by 1.5 SD
     assert best_layer_test(wide, 11)["p"] < 0.01
     assert best_layer_test(wide.iloc[:4], 11)["verdict"].startswith("untestable at n=4 tasks")
+    noise = pd.DataFrame(rng.normal(50, 10, (19, 1)) + rng.normal(0, 1, (19, 6)))
+    noise[2] = noise[5]  # a layer equal to the last on every task has t = 0, not NaN
+    assert best_layer_test(noise, 5)["p"] > 0.01
+    noise.iloc[3, 5] = np.nan  # a task without the last layer's score is left out, not a NaN gain
+    assert best_layer_test(noise, 5)["tasks"] == 18 and np.isfinite(best_layer_test(noise, 5)["p"])
+    mixed = pd.DataFrame({"last": rng.normal(50, 10, 19)})
+    mixed["big, noisy"], mixed["small, steady"] = mixed["last"] + 5 + rng.normal(0, 12, 19), mixed["last"] + 0.3
+    mixed["small, steady"] += rng.normal(0, 0.04, 19)
+    tested = best_layer_test(mixed, "last")  # the p is about the layer with the largest t, and so is the gain
+    assert tested["layer"] == "small, steady" and tested["difference"] == pytest.approx(0.3, abs=0.05)
     long = wide.stack().rename("score").rename_axis(["task", "layer"]).reset_index()
     table = best_vs_last_layer(long.assign(backbone="b", category="STS", pooling="last"), n_resamples=1000)
     row = table[table.category == "all tasks"].iloc[0]

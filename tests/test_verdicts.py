@@ -149,12 +149,17 @@ def test_the_ledger_adjusts_over_its_tests_and_decides_again():
 
 
 def test_a_no_difference_claim_names_the_equivalence_test_its_p_comes_from():
-    from repro.core.verdicts import TASKS_TEST, claim_row, tasks_test
+    from repro.core.verdicts import TASKS_TEST, TASKS_TOST, claim_row, runs_test, tasks_test
 
     rng = np.random.default_rng(0)
     a = rng.normal(60, 5, 9)
-    test = tasks_test(a + 0.1, a)
+    test = tasks_test(a + 0.1 + rng.normal(0, 0.1, 9), a)
     gain = claim_row("c", "a vs b", "STS", "better", test, a + 0.1, a, 9)
-    same = claim_row("c", "a vs b", "STS", "no gain", test, a + 0.1, a, 9)
+    no_gain = claim_row("c", "a vs b", "STS", "no gain", test, a + 0.1, a, 9)
+    equal = claim_row("c", "a vs b", "STS", "equal", test, a + 0.1, a, 9)
     assert gain["test"] == TASKS_TEST and gain["p"] == test["p (difference)"]
-    assert same["test"].startswith(TASKS_TEST) and "TOST" in same["test"] and same["p"] != gain["p"]
+    assert no_gain["test"] == "one-sided non-superiority test, below the margin (paired t over tasks)"
+    assert equal["test"] == TASKS_TOST + " (inside the margin)" and equal["p"] != gain["p"]
+    far = runs_test([65.0, 66.0, 65.5], [60.0, 60.5, 59.5])  # 5 points apart: beyond the 1-point margin
+    assert claim_row("c", "a vs b", "STS", "equal", far, [65.5], [60.0], 3)["test"] == (
+        "one-sided test, beyond the margin (Welch t on per-run means)")

@@ -277,12 +277,21 @@ def ci_text(test: dict) -> str:
     return f"[{low:.2f}, {high:.2f}]" if np.isfinite(low) else ""
 
 
-def test_name(test: dict, expected: str) -> str:
-    """The name of the test a claim's p comes from: the difference's test for a gain claim; for a claim of no
-    difference, the equivalence test on the same units (:func:`claim_p`)."""
-    if expected in GAIN:
+def claim_test_name(test: dict, expected: str) -> str:
+    """The name of the test a claim's p comes from (:func:`claim_p`): the difference's test for a gain claim; for a
+    claim of no difference, the margin test whose p it is (:func:`margin_side`), on the same units (a paired t over
+    tasks; a t on per-run means)."""
+    if expected in GAIN or "p (difference)" not in test:
         return test["test"]
-    return f"{test['test']}; the p: two one-sided tests against the margin (TOST, {expected})"
+    units = ("paired t over tasks" if test["test"] == TASKS_TEST else
+             "t of the runs against the fixed model" if "fixed" in test["test"] else "Welch t on per-run means")
+    within = margin_side(test, expected) == "within"
+    if expected == "equal":
+        return TASKS_TOST + " (inside the margin)" if within and test["test"] == TASKS_TEST else (
+            f"two one-sided tests, inside the margin ({units})" if within else
+            f"one-sided test, beyond the margin ({units})")
+    return (f"one-sided non-superiority test, below the margin ({units})" if within else
+            f"one-sided test, above the margin ({units})")
 
 
 def claim_row(claim: str, comparison: str, category: str, expected: str, test: dict, first, second,
@@ -294,7 +303,7 @@ def claim_row(claim: str, comparison: str, category: str, expected: str, test: d
     return {"claim (paper)": claim, "comparison": comparison, "category": category, "expected": expected,
             "paired": paired, "mean first": first.mean() if first.size else np.nan,
             "mean second": second.mean() if second.size else np.nan, "difference": test["difference"],
-            "p": claim_p(test, expected), "90% CI": ci_text(test), "test": test_name(test, expected),
+            "p": claim_p(test, expected), "90% CI": ci_text(test), "test": claim_test_name(test, expected),
             "units": test["units"],
             "margin side": margin_side(test, expected), "verdict at our scale": decide(test, expected)}
 

@@ -1,5 +1,5 @@
-"""Paper 1's claims, tested: the best layer against the last (Figure 2: Wilcoxon over tasks, and a paired
-bootstrap over sentence pairs inside each STS task), Tables 2-4's statements about the five designs, and Table
+"""Paper 1's claims, tested: the best layer against the last (Figure 2: a sign-flip max-t test over tasks with
+the choice of the layer inside it, and a descriptive paired bootstrap over sentence pairs inside each STS task), Tables 2-4's statements about the five designs, and Table
 5's about a second, smaller backbone."""
 
 from __future__ import annotations
@@ -71,49 +71,65 @@ BEST_LAYER_TEST = ("sign-flip max-t test of the best layer's gain over the last,
 
 
 def _t(gains: np.ndarray) -> np.ndarray:
-    """One-sample t statistic of each column (a layer's gains over tasks); a column of equal gains: 0, or +-inf."""
+    """One-sample t statistic of each column (a layer's gains over tasks); a column of equal gains: 0 if they are
+    0, else +-inf."""
     mean, sd = gains.mean(axis=-2), gains.std(axis=-2, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sd > 0, mean / (sd / np.sqrt(gains.shape[-2])), np.sign(mean) * np.inf)
+        return np.where(sd > 0, mean / (sd / np.sqrt(gains.shape[-2])), np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
+
+
+def comparable(wide: pd.DataFrame, last) -> pd.DataFrame:
+    """The part of ``wide`` (tasks x layers) the best-layer test reads: the tasks where the ``last`` layer is
+    scored, and the layers scored on every one of them (e.g. layer 0, whose constant state has no STS score, is
+    left out)."""
+    return wide[wide[last].notna()].dropna(axis=1)
 
 
 def best_layer_test(wide: pd.DataFrame, last, n_resamples: int = 10_000, seed: int = 0) -> dict:
-    """Is some layer better than the ``last`` on average over tasks (rows of ``wide``, layers as columns, the layers
-    scored on every task)? The statistic is the largest one-sample t of a layer's gains over the last, taken over
-    every layer, so choosing the best layer on the tested tasks is inside the test: under the null (each task's
-    gains symmetric about 0) a task's gains flip sign together, and the p is the share of ``n_resamples`` seeded
-    flips whose largest t reaches the observed one (one-sided; Westfall and Young's max-t). ``difference``: the
-    best mean layer's gain (descriptive). Fewer than 5 tasks cannot reach p < 0.05: untestable."""
-    gains = wide.dropna(axis=1).drop(columns=last, errors="ignore").sub(wide[last], axis=0)
+    """Is some layer better than the ``last`` on average over tasks (rows of ``wide``, layers as columns;
+    :func:`comparable`)? The statistic is the largest one-sample t of a layer's gains over the last, taken over
+    every layer, so choosing the layer on the tested tasks is inside the test: under the null (each task's gains
+    symmetric about 0) a task's gains flip sign together, and the p is the share of ``n_resamples`` seeded flips
+    whose largest t reaches the observed one (one-sided; Westfall and Young's max-t). ``layer``: the layer with the
+    largest t, and ``difference``: its mean gain (the effect the p is about). Fewer than 5 tasks cannot reach
+    p < 0.05: untestable."""
+    wide = comparable(wide, last)
+    gains = wide.drop(columns=last).sub(wide[last], axis=0)
     n = len(gains)
-    observed = gains.mean()
-    out = {"difference": float(observed.max()) if n else np.nan, "tasks": n}
     if n < 5 or gains.shape[1] == 0:
-        return out | {"p": np.nan, "verdict": f"untestable at n={n} tasks (smallest possible p = {0.5 ** n:.3f})"}
+        return {"layer": None, "difference": np.nan, "tasks": n, "p": np.nan,
+                "verdict": f"untestable at n={n} tasks (smallest possible p = {0.5 ** n:.3f})"}
     values = gains.to_numpy()
+    observed = _t(values)
     signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_resamples, n, 1))
     null = _t(signs * values).max(axis=1)
-    p = float((1 + (null >= _t(values).max() - 1e-9).sum()) / (1 + n_resamples))
-    return out | {"p": p, "verdict": "significant: first better" if p < 0.05 else "not significant"}
+    p = float((1 + (null >= observed.max() - 1e-9).sum()) / (1 + n_resamples))
+    layer = gains.columns[int(np.argmax(observed))]
+    return {"layer": layer, "difference": float(gains[layer].mean()), "tasks": n, "p": p,
+            "verdict": "significant: first better" if p < 0.05 else "not significant"}
 
 
 def best_vs_last_layer(scores: pd.DataFrame, n_resamples: int = 10_000) -> pd.DataFrame:
     """Figure 2: per backbone and category (and over all tasks), the best layer's EOS score against the last
-    layer's, tested by :func:`best_layer_test` (the choice of the best layer is inside the test). ``scores``:
-    per-layer rows with ``backbone``, ``category``, ``task``, ``layer``, ``pooling`` and ``score`` (x100)."""
+    layer's (the best mean, a description), and :func:`best_layer_test`: the layer with the largest t, its gain
+    and the test's p (the choice of the layer is inside the test), all on :func:`comparable`'s tasks and layers.
+    ``scores``: per-layer rows with ``backbone``, ``category``, ``task``, ``layer``, ``pooling``, ``score`` (x100)."""
     rows = []
     eos = scores[scores.pooling == "last"]
     groups = [((b, cat), part) for (b, cat), part in eos.groupby(["backbone", "category"])]
     groups += [((b, "all tasks"), part) for b, part in eos.groupby("backbone")]  # 19 tasks: a testable n
     for (b, cat), part in groups:
-        wide = part.pivot_table(index="task", columns="layer", values="score")
-        last = wide.columns.max()
+        full = part.pivot_table(index="task", columns="layer", values="score")
+        last = full.columns.max()
+        wide = comparable(full, last)
         best = wide.mean().idxmax()
         test = best_layer_test(wide, last, n_resamples)
         rows.append({"backbone": b, "category": cat, "tasks": wide.shape[0], "best layer": int(best),
                      "best score": round(wide[best].mean(), 2), "last layer": int(last),
                      "last score": round(wide[last].mean(), 2), "p (max over layers)": round(test["p"], 4),
-                     "verdict": test["verdict"]})
+                     "verdict": test["verdict"],
+                     "tested layer (largest t)": None if test["layer"] is None else int(test["layer"]),
+                     "its gain": round(test["difference"], 2)})
     return pd.DataFrame(rows)
 
 

@@ -50,7 +50,8 @@ def test_each_filter_pair_gets_its_wilcoxon_verdict_and_a_missing_side_names_its
     assert rows.loc[q1, "p (Wilcoxon)"] < 0.05 and rows.loc[q1, "difference, STS"] == pytest.approx(-1.0)
     assert rows.loc[q2, "verdict"] == "no significant difference"
     assert rows.loc[q3, "verdict"] == "the filter helps" and rows.loc[q3, "tasks"] == len(TASKS)
-    assert rows.loc[q4, "verdict"] == f"not computed: repro evaluate --recipe {c4} --suite compact"
+    assert rows.loc[q4, "verdict"] == (  # an untrained pair: the sweep under the tokenization of Paper 2's pages
+        "not computed: repro embedfilter --backbone smollm2-135m --prompt echo --suite compact --tokenization official")
     assert np.isnan(rows.loc[q4, "difference"]) and rows.loc[q4, "tasks"] == 9
     assert "Not every EmbedFilter pair" in combinations.filter_summary(rows.reset_index())
 
@@ -65,14 +66,14 @@ def _filter_gains(stored, gains):
 def test_the_summary_says_what_the_filter_does_on_the_trained_weights(stored):
     c1, c2 = _filter_gains(stored, (0.0, -1.0, 2.0, 3.0))
     text = combinations.filter_summary(combinations.combination_table())
-    assert "the filter helps none of the 2 trained models and hurts 1; on 1 the test finds no significant " \
-           "difference, which does not show that there is none" in text
+    assert "the filter helps none of the 2 trained models scored and hurts 1; on 1 the test finds no significant " \
+           "difference, which does not show that there is none (1 more not scored yet)" in text
     assert "+3.00 (p < 0.001, the filter helps)" in text and "not a verdict about training" in text
     stored["pairs"] |= {c1: _frame(1.0)}
-    assert "the filter helps 1 of the 2 trained models and hurts 1:" in combinations.filter_summary(
+    assert "the filter helps 1 of the 2 trained models scored and hurts 1 (1 more not scored yet):" in combinations.filter_summary(
         combinations.combination_table())
     stored["pairs"] |= {c2: _frame(1.0)}
-    assert "the filter helps all of the 2 trained models:" in combinations.filter_summary(
+    assert "the filter helps all 2 trained models scored (1 more not scored yet):" in combinations.filter_summary(
         combinations.combination_table())
 
 
@@ -116,10 +117,10 @@ def test_autoregembeds_pair_needs_every_task_from_one_set_of_weights(stored):
 def test_the_summary_names_a_trained_pair_not_scored_yet_and_counts_it_once_scored(stored):
     c1, c2 = _filter_gains(stored, (0.0, -1.0, 2.0, 3.0))
     text = combinations.filter_summary(combinations.combination_table())
-    assert "none of the 2 trained models" in text and "Not scored yet: trained AutoRegEmbed's encoder" in text
+    assert "none of the 2 trained models scored" in text and "Not scored yet: trained AutoRegEmbed's encoder" in text
     stored["autoreg"] = (_frame().assign(weights="w"), _frame(2.0).assign(weights="w"))
     text = combinations.filter_summary(combinations.combination_table())
-    assert "the filter helps 1 of the 3 trained models and hurts 1" in text and "Not scored yet" not in text
+    assert "the filter helps 1 of the 3 trained models scored and hurts 1" in text and "Not scored yet" not in text
 
 
 def test_scoring_autoregembeds_pair_trains_nothing_and_refuses_whitening():
@@ -198,3 +199,21 @@ def test_paper2s_methods_have_one_score_on_the_leaderboard_the_combinations_and_
     scores, _ = leaderboard_runs()
     assert scores[scores.method == "prompteol"]["score"].mean() == pytest.approx(page)
     assert combinations.pair_scores("smollm2-135m/prompteol")["score"].mean() == pytest.approx(page)
+
+
+def test_the_short_answer_counts_an_unsettled_test_apart():
+    from repro.core.stats import UNSETTLED
+
+    table = pd.DataFrame({"kind": ["untrained", "trained (Paper 1)", "trained (Paper 1)"],
+                          "difference": [3.0, 0.5, np.nan], "verdict": ["the filter helps", UNSETTLED, "not computed"],
+                          "question": ["q on a", "q on b", "q on c"], "tasks": [19, 19, 0]})
+    assert combinations.filter_outcome(table) == ("the filter helps none of the 1 trained model scored; on 1 the "
+                                                  "test's ranks and mean disagree (unsettled) (1 more not scored yet)")
+
+
+def test_a_recipe_under_the_official_tokenization_never_falls_back_to_its_own_encoding():
+    from repro.recipes.recipes import recipe_scores
+
+    frame, source = recipe_scores("smollm2-135m/prompteol", "compact", tokenization="official")  # an empty store
+    assert frame.empty and source == ("not stored: repro embedfilter --backbone smollm2-135m --prompt prompteol "
+                                      "--suite compact --tokenization official")

@@ -47,7 +47,14 @@ from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
 from repro.pooling_attention.converged import SEEDS, converged_scores
-from repro.recipes.recipes import TRAINED_RECIPES, evaluate_recipe, evaluated_scores, parse_recipe, recipe_scores
+from repro.recipes.recipes import (
+    TRAINED_RECIPES,
+    evaluate_recipe,
+    evaluated_scores,
+    parse_recipe,
+    recipe_scores,
+    sweep_command,
+)
 from repro.store.identity import config_identity
 
 SUITE = "compact"
@@ -237,8 +244,9 @@ def combination_table(suite: str = SUITE, backbone: str = "smollm2-135m") -> pd.
                         "the filter helps", "the filter hurts")
         if row["tasks"] < len(TASKS):
             missing = [r for r, f in ((base, a), (combined, b)) if len(f) < len(TASKS)]
-            row["verdict"] = "not computed: " + "; ".join(f"repro evaluate --recipe {r} --suite {suite}"
-                                                          for r in missing)
+            row["verdict"] = "not computed: " + "; ".join(dict.fromkeys(
+                f"repro evaluate --recipe {r} --suite {suite}" if trained else
+                sweep_command(r, suite, paper2_tokenization()) for r in missing))
         rows.append(row)
     rows += [autoreg_row(backbone, suite), prompt_row(backbone, suite)]
     return pd.DataFrame(rows)
@@ -288,16 +296,20 @@ def _filter_parts(table: pd.DataFrame):
 def filter_outcome(table: pd.DataFrame) -> str:
     """The short answer on the trained weights (from :func:`combination_table`): how many of the trained models the
     filter helps and hurts; "" while a pair is not scored."""
-    untrained, scored, _ = _filter_parts(table)
+    untrained, scored, pending = _filter_parts(table)
     if untrained["difference"].isna().any() or scored.empty:
         return ""
     helped = int((scored.verdict == "the filter helps").sum())
     hurt = int((scored.verdict == "the filter hurts").sum())
-    models = f"{len(scored)} trained model{'s' if len(scored) > 1 else ''}"
-    return (f"the filter helps {'all' if helped == len(scored) else helped or 'none'} of the {models}"
-            + (f" and hurts {hurt}" if hurt else "")
-            + (f"; on {len(scored) - helped - hurt} the test finds no significant difference, which does not "
-               "show that there is none" if len(scored) - helped - hurt else ""))
+    unsettled = int((scored.verdict == UNSETTLED).sum())
+    rest = len(scored) - helped - hurt - unsettled
+    models = f"{len(scored)} trained model{'s' if len(scored) > 1 else ''} scored"
+    share = (f"all {models}" if len(scored) > 1 else f"the {models}") if helped == len(scored) else (
+        f"{helped or 'none'} of the {models}")
+    return (f"the filter helps {share}" + (f" and hurts {hurt}" if hurt else "")
+            + (f"; on {unsettled} the test's ranks and mean disagree (unsettled)" if unsettled else "")
+            + (f"; on {rest} the test finds no significant difference, which does not show that there is none"
+               if rest else "") + (f" ({len(pending)} more not scored yet)" if len(pending) else ""))
 
 
 def filter_summary(table: pd.DataFrame) -> str:

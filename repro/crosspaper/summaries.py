@@ -52,19 +52,21 @@ def _run_spread(conv: dict) -> str:
     if frame.empty:
         return f"no converged run of {backbone} is stored yet"
     means = frame.groupby(["model", "seed"])["score"].mean().groupby("model")
-    runs, sd = means.size(), means.std()
+    runs, sd = means.size(), means.std().dropna()  # one run has no SD
     count = f"{runs.min()}" if runs.min() == runs.max() else f"{runs.min()} to {runs.max()}"
-    return (f"{count} runs per design on {backbone}; the SD over them of a run's mean score: "
-            + ", ".join(f"{sd[m]:.1f} for model {m}" for m in sd.index))
+    noun = "run" if runs.max() == 1 else "runs"
+    return (f"{count} {noun} per design on {backbone}" + ("; the SD over them of a run's mean score: "
+            + ", ".join(f"{sd[m]:.1f} for model {m}" for m in sd.index) if len(sd) else ""))
 
 
-def _tokenization_effect(suite: str) -> str:
-    """How far the book's earlier piece-wise tokenization moved each run's mean raw score, from the stored sweeps."""
-    _, tests = tokenization_comparison(stored_scores(suite, tokenization="pieces"),
-                                       stored_scores(suite, tokenization="official"))
-    if tests.empty:
+def _tokenization_effect(main: dict) -> str:
+    """How far the book's earlier tokenization (``main``: the main-table page's parameters) moved each run's mean
+    raw score against the current one, from the stored sweeps."""
+    _, tests = tokenization_comparison(stored_scores(main["suite"], tokenization=main["earlier_tokenization"]),
+                                       stored_scores(main["suite"], tokenization=main["tokenization"]))
+    raw = tests[tests["variant"] == "raw"] if len(tests) else tests
+    if raw.empty:
         return "the book's earlier runs tokenized it piece by piece (no run is stored both ways yet)"
-    raw = tests[tests["variant"] == "raw"]
     low, high = raw["official - pieces"].min(), raw["official - pieces"].max()
     return (f"moving to it from the book's earlier piece-wise tokenization changed a run's mean raw score by "
             f"{low:+.2f} to {high:+.2f} points ({len(raw)} runs, on the tasks each has both ways)")
@@ -109,7 +111,7 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
                      "ablation, the vocabulary-space frequency diagnosis, the spectrum, and the storage and search "
                      "cost.",
             "hard": "nothing is trained, but the tokenization matters: the official scripts tokenize PromptEOL's "
-                    f"filled template in one call; {_tokenization_effect(main['suite'])}; the paper's own numbers "
+                    f"filled template in one call; {_tokenization_effect(main)}; the paper's own numbers "
                     "are quoted from secondary summaries.",
             "scale": f"ours: {len(grid)} of the {len(main['backbones']) * len(main['prompts'])} backbone x prompt "
                      f"runs ({', '.join(grid)}) under the {main.get('tokenization', 'pieces')} tokenization on "

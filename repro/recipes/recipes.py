@@ -141,9 +141,14 @@ def recipes_table(suite: str = "compact") -> pd.DataFrame:
     for (backbone, prompt, variant), part in per_task.groupby(["backbone", "prompt", "variant"]):
         recipe = f"{backbone}/{prompt}" + ("" if variant == "raw" else f"+{variant}")
         rows[recipe] = {"tasks": len(part), "mean": 100 * part["score"].mean(), "dims": int(part["dims"].iloc[0]),
-                        "suite": suite, "page": "p2_main_table" if variant in ("raw", "edge/2", "edge/4", "edge/8",
-                                                                                  "edge/1") else "p2_filter_types"}
+                        "suite": suite, "page": "p2_main_table (the piece-wise tokenization's table)"}
     return pd.DataFrame.from_dict(rows, orient="index").sort_values(["tasks", "mean"], ascending=False)
+
+
+def sweep_command(recipe: str, suite: str = "compact", tokenization: str = "pieces") -> str:
+    """The EmbedFilter sweep that stores a training-free recipe's scores under ``tokenization``."""
+    backbone, method, _ = parse_recipe(recipe)
+    return f"repro embedfilter --backbone {backbone} --prompt {method} --suite {suite} --tokenization {tokenization}"
 
 
 def recipe_scores(recipe: str, suite: str = "compact", tokenization: str = "pieces") -> tuple[pd.DataFrame, str]:
@@ -173,6 +178,8 @@ def recipe_scores(recipe: str, suite: str = "compact", tokenization: str = "piec
             scores, _ = converged_scores(backbone, [TRAINED_RECIPES[method]], seeds=[seed], suite=suite)
             frame = scores[["task", "score"]]
             source = f"results/trained_scores (the converged run, seed {seed}; the fp32 weights before shipping)"
+    if frame.empty and tokenization != "pieces":  # repro evaluate encodes a recipe its own way: no fallback
+        return pd.DataFrame(columns=columns), f"not stored: {sweep_command(recipe, suite, tokenization)}"
     if frame.empty:
         return evaluated_scores(recipe, suite), source
     frame = frame.assign(category=[TASKS[t].category for t in frame["task"]])[columns]

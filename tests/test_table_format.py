@@ -50,9 +50,15 @@ def test_snake_case_columns_read_as_words_and_odd_frames_keep_pandas_form():
 
 
 def test_a_pages_long_table_is_shown_whole():
-    from repro.book.notebook import quiet
+    import subprocess
+    import sys
 
-    with pd.option_context("display.max_rows", 60):
-        quiet()
+    from repro.book.notebook import MAX_ROWS
+
+    # a page's kernel calls quiet(), which sets the rows pandas shows (in a fresh process: quiet() changes globals)
+    code = "import pandas as pd; from repro.book.notebook import quiet; quiet(); print(pd.get_option('display.max_rows'))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == str(MAX_ROWS)
+    with pd.option_context("display.max_rows", MAX_ROWS):
         html = frame_html(pd.DataFrame({"task": [f"t{i}" for i in range(703)], "score": range(703)}))
     assert html.count("<tr") == 704 and "t702" in html  # the header and every row (pandas cuts at 60 otherwise)

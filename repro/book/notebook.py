@@ -66,7 +66,7 @@ def quiet() -> None:
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
     register_tables()  # every displayed DataFrame: no 0..N index, ✓ / ✗, rounded columns (repro.book.table_format)
-    pd.set_option("display.max_rows", MAX_ROWS)  # a page's long tables (collapsed) are shown whole, never cut at 10
+    pd.set_option("display.max_rows", MAX_ROWS)  # a page's long tables (collapsed) are shown whole up to MAX_ROWS
     mpl.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "font.size": 11, "axes.titlesize": 12,
                          "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10, "ytick.labelsize": 10,
                          "legend.title_fontsize": 10, "figure.titlesize": 12})

@@ -97,7 +97,8 @@ def _embedfilter(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
             part = scores[(scores.prompt == prompt) & (scores.variant == variant)]
             per_task = part.groupby("task")["main_score"].mean() * 100
             row = Row(label, name + (" + EF" if suffix else ""), "2",
-                      f"repro embedfilter --prompt {prompt} --suite compact --tokenization {paper2_tokenization()}",
+                      f"repro embedfilter --backbone {backbone} --prompt {prompt} --suite compact --tokenization "
+                      f"{paper2_tokenization()}",
                       key, True)
             out[key] = row, _task_frame(key, per_task)
     return out

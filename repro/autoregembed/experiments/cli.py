@@ -37,7 +37,7 @@ def _text(value) -> str:
     """A value as its option parses it back (:func:`repro.training.cli.argument_type`)."""
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "none"}[value]
-    return repr(value) if isinstance(value, float) else str(value)
+    return repr(float(value)) if isinstance(value, float) else str(value)  # a numpy float prints as one too
 
 
 def _flags(config, prefix: str, skip: tuple[str, ...]) -> list[str]:
@@ -73,7 +73,7 @@ def _shared_flags(config: CompressConfig) -> list[str]:
     """Stage 1's shared options (backbone, template, ...), which a stage-1 command sets through stage 2's flags."""
     defaults = {f.name: _default(f) for f in fields(AlignConfig)}
     return [part for name in SHARED if getattr(config, name) != defaults[name]
-            for part in (f"--{name.replace('_', '-')}", shlex.quote(str(getattr(config, name))))]
+            for part in (f"--{name.replace('_', '-')}", shlex.quote(_text(getattr(config, name))))]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

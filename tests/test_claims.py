@@ -732,3 +732,16 @@ def test_a_ledger_statistic_without_a_p_has_no_dangling_comma():
                            "p": [np.nan, 0.01], "units": ["1 task", "9 tasks"],
                            "verdict at our scale": ["untestable at n=1", "supported"]})
     assert from_claims(1, claims, "s", "p")["statistic"].tolist() == ["1 task", "p = 0.0100, 9 tasks"]
+
+
+def test_a_statement_of_existence_is_decided_by_its_smallest_adjusted_p():
+    from repro.crosspaper.ledger import LAST_LAYER
+    from repro.crosspaper.statements import statements
+
+    rows = pd.DataFrame({"paper": "P1", "claim": [f"{LAST_LAYER} [a]", f"{LAST_LAYER} [b]", "x [a]", "x [b]"],
+                         "tier": "headline", "ours": [6.0, 0.5, 2.0, 1.5], "paper (quoted)": "-",
+                         "p (BH)": [0.001, 0.5, 0.01, 0.03], "page": "p",
+                         "verdict": ["supported", "inconclusive", "supported", "supported"]})
+    table = statements(rows).set_index("statement")
+    assert table.loc[LAST_LAYER, ["verdict", "deciding p (BH)"]].tolist() == ["supported", 0.001]
+    assert table.loc["x", ["verdict", "deciding p (BH)"]].tolist() == ["supported", 0.03]

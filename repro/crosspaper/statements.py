@@ -18,7 +18,8 @@ ANY = {LAST_LAYER}  # statements of existence: supported by any one of their com
 
 def statements(ledger: pd.DataFrame) -> pd.DataFrame:
     """One row per paper statement: its tier, its comparisons, the range of their differences (a model against
-    itself left out: its 0 is no measurement), the largest adjusted p, and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
+    itself left out: its 0 is no measurement), the adjusted p that decides it (the largest; a statement of
+    :data:`ANY`: the smallest), and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
     supported by any one supported comparison)."""
     rows = []
     frame = ledger.assign(statement=ledger["claim"].map(statement_of))
@@ -34,7 +35,9 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
                      "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
                                                         f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
                      else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
-                     "largest p (BH)": part["p (BH)"].max(), "verdict": verdict,
+                     # the p the verdict rests on: the largest; for a statement of existence, the smallest
+                     "deciding p (BH)": part["p (BH)"].min() if statement in ANY else part["p (BH)"].max(),
+                     "verdict": verdict,
                      "pages": ", ".join(dict.fromkeys(part["page"]))})
     return pd.DataFrame(rows)
 

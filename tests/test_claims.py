@@ -379,6 +379,7 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
                                          keep=(ledger.NOT_QUOTED,))
     assert quoted["q"].tolist()[:2] == [ledger.NOT_QUOTED, "Q1"] and legend == ["Q1: x"]
     assert "Qwen2.5-0.5B: +4.50" in ledger_paper2._quoted_gain("prompteol", "edge/2")
+    assert "Qwen2.5-0.5B: -4.50" in ledger_paper2._quoted_gain("prompteol", "edge/2", sign=-1)  # raw first
     assert ledger_paper2._quoted_gain("prompteol", "edge/16") == ledger.NOT_QUOTED
 
 
@@ -745,3 +746,6 @@ def test_a_statement_of_existence_is_decided_by_its_smallest_adjusted_p():
     table = statements(rows).set_index("statement")
     assert table.loc[LAST_LAYER, ["verdict", "deciding p (BH)"]].tolist() == ["supported", 0.001]
     assert table.loc["x", ["verdict", "deciding p (BH)"]].tolist() == ["supported", 0.03]
+    mixed = rows.assign(claim=["y [a]", "y [b]", "y [c]", "y [d]"], verdict=["contradicted", "inconclusive",
+                                                                            "contradicted", "supported"])
+    assert statements(mixed).set_index("statement").loc["y", "deciding p (BH)"] == 0.001  # the surest contradiction

@@ -20,6 +20,7 @@ from repro.core.verdicts import (
     adjusted_verdict,
     ci_text,
     claim_p,
+    claim_test_name,
     decide,
     is_tested,
     margin_side,
@@ -148,7 +149,8 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
             "expected": expected, "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
             "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"], "p": claim_p(test, expected),
             "90% CI": ci_text(test),
-            "95% CI (bootstrap)": interval, "test": test.get("test", ""), "units": test.get("units", ""),
+            "95% CI (bootstrap)": interval, "test": claim_test_name(test, expected) if "test" in test else "",
+            "units": test.get("units", ""),
             "margin side": margin_side(test, expected), "verdict at our scale": verdict, "_test": test}
 
 

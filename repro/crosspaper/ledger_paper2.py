@@ -31,15 +31,17 @@ from repro.embedfilter.sweep import parse_run, stored_scores, sweep_scores
 from repro.embedfilter.vocab_lens import vocabulary_probe
 
 
-def _quoted_gain(prompt: str, variant: str) -> str:
-    """The paper's own gain of ``variant`` over raw for ``prompt``, per backbone it reports (quoted)."""
+def _quoted_gain(prompt: str, variant: str, sign: int = 1) -> str:
+    """The paper's own gain of ``variant`` over raw for ``prompt``, per backbone it reports (quoted); ``sign=-1``:
+    raw minus ``variant``, the direction of a comparison that puts raw first."""
     table = pd.DataFrame(PAPER_MAIN, columns=["backbone", "prompt", "variant", "score"])
     table = table[table.prompt.str.lower() == prompt.lower()].pivot_table(index="backbone", columns="variant",
                                                                           values="score")
     if variant not in table or "raw" not in table:
         return NOT_QUOTED
-    gains = (table[variant] - table["raw"]).dropna()
-    return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({P2_SOURCE})"
+    gains = (sign * (table[variant] - table["raw"])).dropna()
+    label = f"raw - {variant}" if sign < 0 else f"{variant} - raw"
+    return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({label}; {P2_SOURCE})"
 
 
 def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFrame, list[str]]:
@@ -108,7 +110,7 @@ def main_table_rows(main: dict, current: bool = True, recompute: bool = False, l
         categories = sorted(set(part["category"]))
         gains = [(EDGE_PER_CATEGORY, "edge/2", "raw", c, "better") for c in categories
                  if len(categories) > 1 and {"edge/2", "raw"} <= set(wide)]
-        for claims, quoted in ((gains, NOT_QUOTED), (kept, _quoted_gain(p, "edge/8"))):
+        for claims, quoted in ((gains, NOT_QUOTED), (kept, _quoted_gain(p, "edge/8", sign=-1))):  # raw first
             table = claims_table(wide, claims) if claims else pd.DataFrame()
             if len(table):
                 table = table.assign(comparison=[f"{b}, {p}, {c}" for c in table["comparison"]])

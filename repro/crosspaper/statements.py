@@ -18,8 +18,7 @@ ANY = {LAST_LAYER}  # statements of existence: supported by any one of their com
 
 def statements(ledger: pd.DataFrame) -> pd.DataFrame:
     """One row per paper statement: its tier, its comparisons, the range of their differences (a model against
-    itself left out: its 0 is no measurement), the adjusted p that decides it (the largest; a statement of
-    :data:`ANY`: the smallest), and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
+    itself left out: its 0 is no measurement), the adjusted p that decides it (:func:`_deciding_p`), and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
     supported by any one supported comparison)."""
     rows = []
     frame = ledger.assign(statement=ledger["claim"].map(statement_of))
@@ -35,11 +34,22 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
                      "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
                                                         f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
                      else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
-                     # the p the verdict rests on: the largest; for a statement of existence, the smallest
-                     "deciding p (BH)": part["p (BH)"].min() if statement in ANY else part["p (BH)"].max(),
+                     "deciding p (BH)": _deciding_p(part, verdict),
                      "verdict": verdict,
                      "pages": ", ".join(dict.fromkeys(part["page"]))})
     return pd.DataFrame(rows)
+
+
+def _deciding_p(part: pd.DataFrame, verdict: str) -> float:
+    """The adjusted p a statement's verdict rests on: a contradicted statement, its most significant contradicting
+    comparison; a supported one, its least significant supporting comparison (a statement of existence: its most
+    significant); otherwise the largest p among its comparisons."""
+    deciding = part[part["verdict"] == verdict]["p (BH)"].dropna()
+    if verdict == CONTRADICTED and len(deciding):
+        return float(deciding.min())
+    if verdict == SUPPORTED and len(deciding):
+        return float(deciding.min() if part["claim"].map(statement_of).iloc[0] in ANY else deciding.max())
+    return float(part["p (BH)"].max())
 
 
 def history(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:

@@ -130,7 +130,7 @@ def best_vs_last_layer(scores: pd.DataFrame, n_resamples: int = 10_000) -> pd.Da
                      "verdict": test["verdict"],
                      "tested layer (largest t)": None if test["layer"] is None else int(test["layer"]),
                      "its gain": round(test["difference"], 2)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({"tested layer (largest t)": "Int64"})  # a layer number, or <NA> (untestable)
 
 
 def best_vs_last_per_pair(backbones: Sequence[str], suite: str, claims: pd.DataFrame,

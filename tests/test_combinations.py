@@ -216,3 +216,10 @@ def test_a_recipe_under_the_official_tokenization_never_falls_back_to_its_own_en
     frame, source = recipe_scores("smollm2-135m/prompteol", "compact", tokenization="official")  # an empty store
     assert frame.empty and source == ("not stored: repro embedfilter --backbone smollm2-135m --prompt prompteol "
                                       "--suite compact --tokenization official")
+
+
+def test_a_significant_filter_effect_below_the_margin_says_so(stored):
+    (_, b1, c1), *_ = combinations.PAIRS
+    stored["pairs"] |= {b1: _frame(), c1: _frame(-0.5)}
+    row = combinations.combination_table().set_index("base").iloc[0]
+    assert row["verdict"] == "the filter hurts, by less than the 1-point margin"

@@ -41,7 +41,16 @@ from repro.core.scoring import evaluate_per_task, records_frame, stored_per_task
 from repro.core.seeds import ONE_RUN_PREFIX
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
-from repro.core.verdicts import INCONCLUSIVE, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide, run_comparison
+from repro.core.verdicts import (
+    INCONCLUSIVE,
+    MARGIN,
+    MISSING,
+    RUNS_TEST,
+    TASKS_TEST,
+    adjusted_verdict,
+    decide,
+    run_comparison,
+)
 from repro.crosspaper.leaderboard import paper2_tokenization, paper3_configs
 from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED
 from repro.embedfilter.filters import parse_variant
@@ -91,9 +100,11 @@ def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str,
         by = (both["score_combined"] - both["score_base"]).groupby(both["category"]).mean()
         row |= {f"{DELTA}{category}": difference for category, difference in by.items()}
         test = wilcoxon_over_tasks(both["score_combined"], both["score_base"])
-        row |= {"difference": test["mean_difference"], "p (Wilcoxon)": test["p"],
-                "verdict": {"significant: first better": helps, "significant: second better": hurts,
-                            UNSETTLED: UNSETTLED}.get(test["verdict"], "no significant difference")}
+        verdict = {"significant: first better": helps, "significant: second better": hurts,
+                   UNSETTLED: UNSETTLED}.get(test["verdict"], "no significant difference")
+        if verdict in (helps, hurts) and abs(test["mean_difference"]) < MARGIN:  # as the ledger's engine says it
+            verdict += f", by less than the {MARGIN:g}-point margin"
+        row |= {"difference": test["mean_difference"], "p (Wilcoxon)": test["p"], "verdict": verdict}
     return row
 
 
@@ -299,14 +310,16 @@ def filter_outcome(table: pd.DataFrame) -> str:
     untrained, scored, pending = _filter_parts(table)
     if untrained["difference"].isna().any() or scored.empty:
         return ""
-    helped = int((scored.verdict == "the filter helps").sum())
-    hurt = int((scored.verdict == "the filter hurts").sum())
+    helped = int(scored.verdict.str.startswith("the filter helps").sum())
+    hurt = int(scored.verdict.str.startswith("the filter hurts").sum())
     unsettled = int((scored.verdict == UNSETTLED).sum())
     rest = len(scored) - helped - hurt - unsettled
     models = f"{len(scored)} trained model{'s' if len(scored) > 1 else ''} scored"
     share = (f"all {models}" if len(scored) > 1 else f"the {models}") if helped == len(scored) else (
         f"{helped or 'none'} of the {models}")
+    slight = int(scored.verdict.str.endswith("margin").sum())
     return (f"the filter helps {share}" + (f" and hurts {hurt}" if hurt else "")
+            + (f" ({slight} of these by less than the {MARGIN:g}-point margin)" if slight else "")
             + (f"; on {unsettled} the test's ranks and mean disagree (unsettled)" if unsettled else "")
             + (f"; on {rest} the test finds no significant difference, which does not show that there is none"
                if rest else "") + (f" ({len(pending)} more not scored yet)" if len(pending) else ""))

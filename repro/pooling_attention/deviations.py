@@ -80,6 +80,9 @@ def deviation_table(backbones: Sequence[str], suite: str = "compact",
                              "(repro train --instructions; section above), tokenized in two pieces instead of one "
                              "call",
         "tasks": "; ".join(f"{b}: {n}" for b, n in counts.items())
-                 + f" offline tasks at '{suite}' caps (STS22 and several others are not offline)",
+                 + f" offline tasks at '{suite}' caps (STS22 and several others are not offline)"
+                 + "".join(f"; {b} leaves out {', '.join(sorted(set(TASKS) - set(tasks[b])))} (the page's "
+                           "backbone_tasks parameter)" for b in backbones if (tasks or {}).get(b)
+                           and set(TASKS) - set(tasks[b])),
     }
     return pd.DataFrame({f"the paper / official code (quoted, {OFFICIAL})": QUOTED, "here": ours})

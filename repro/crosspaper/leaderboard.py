@@ -37,6 +37,7 @@ from repro.core.tasks import TASKS
 from repro.core.verdicts import same_model
 from repro.embedfilter.sweep import stored_scores
 from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
+from repro.recipes.recipes import sweep_command
 from repro.store.results import all_results
 from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
 from repro.training.evaluation import score_identity as trained_score_identity
@@ -97,8 +98,7 @@ def _embedfilter(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
             part = scores[(scores.prompt == prompt) & (scores.variant == variant)]
             per_task = part.groupby("task")["main_score"].mean() * 100
             row = Row(label, name + (" + EF" if suffix else ""), "2",
-                      f"repro embedfilter --backbone {backbone} --prompt {prompt} --suite compact --tokenization "
-                      f"{paper2_tokenization()}",
+                      sweep_command(f"{backbone}/{prompt}", SUITE, paper2_tokenization()),
                       key, True)
             out[key] = row, _task_frame(key, per_task)
     return out

@@ -128,7 +128,7 @@ def selections(base: AlignConfig) -> pd.DataFrame:
 
 
 def missing_work(base: AlignConfig, suite: str = converged.FINAL_SUITE,
-                 tasks: Sequence[str] = converged.TASKS) -> list[str]:
+                 tasks: Sequence[str] = converged.TASKS, seeds: Sequence[int] = (SEED,)) -> list[str]:
     """What the check still lacks (empty: complete)."""
     configs = template_configs(base)
     if configs is None:
@@ -144,33 +144,47 @@ def missing_work(base: AlignConfig, suite: str = converged.FINAL_SUITE,
         todo.append("the official template's stage 2 under the budget rule")
     elif len(stored[converged.AUTOREG]) < len(tasks):
         todo.append(f"{converged.AUTOREG}, official template, on {suite}")
+    for seed in [s for s in seeds if s != SEED]:
+        seeded = converged.at_seed(official, seed)
+        if converged.run_record(seeded) is None:
+            todo.append(f"the official template's stage 2 at seed {seed}")
+        elif not converged.selects_start(seeded) and len(converged.stored_scores(seeded, suite, tasks)) < len(tasks):
+            todo.append(f"{converged.AUTOREG}, official template, seed {seed}, on {suite}")
     return todo
 
 
 def compute(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS,
-            progress: bool = True) -> list[str]:
-    """Train (or load) and score the official template's stage 1 and its budget-rule stage 2 (resumable)."""
+            progress: bool = True, seeds: Sequence[int] = (SEED,)) -> list[str]:
+    """Train (or load) and score the official template's stage 1 and its budget-rule stage 2 at each of ``seeds``
+    (every seed's stage 2 starts from the one seed-0 stage 1, as the book's runs do; resumable)."""
     configs = template_configs(base)
     if configs is None:
         raise LookupError("the budget rule's AutoRegEmbed search is not complete: run "
                           "`python -m repro.autoregembed.experiments.search --side autoregembed` first")
     official = configs["official"]
     evaluate_autoreg(official.compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)  # trains stage 1
-    ensure_trained(ar_train.run_spec(official, progress))
-    # compression only from the weights stage 2 started from (a stage 1 retrained since: a clear error)
-    converged.score_stage1(official.compress, converged.start_digest(official), suite, tasks, progress,
-                           label=f"{converged.COMPRESSION}, official template")
-    if not converged.selects_start(official):
-        evaluate_autoreg(official, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
-    return missing_work(base, suite, tasks)
+    for seed in dict.fromkeys([SEED, *seeds]):
+        seeded = converged.at_seed(official, seed)
+        ensure_trained(ar_train.run_spec(seeded, progress))
+        if seed == SEED:  # compression only from the weights stage 2 started from (retrained since: a clear error)
+            converged.score_stage1(official.compress, converged.start_digest(official), suite, tasks, progress,
+                                   label=f"{converged.COMPRESSION}, official template")
+        elif converged.start_digest(seeded) != converged.start_digest(official):
+            raise RuntimeError(f"seed {seed}'s stage 2 started from other stage-1 weights than seed {SEED}'s: "
+                               "its comparison with compression only has no stage 1 scored")
+        if not converged.selects_start(seeded):
+            evaluate_autoreg(seeded, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
+    return missing_work(base, suite, tasks, seeds)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Paper 3's official-template check (resumable).")
     parser.add_argument("--backbone", default="smollm2-135m")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[SEED],
+                        help="stage-2 seeds under the official template (each starts from the seed-0 stage 1)")
     args = parser.parse_args(argv)
     try:
-        todo = compute(base_config(args.backbone))
+        todo = compute(base_config(args.backbone), seeds=args.seeds)
     except LookupError as error:
         raise SystemExit(str(error)) from None
     print("\n".join(["still missing:", *todo]) if todo else "complete")

@@ -546,6 +546,19 @@ def test_new_runs_write_their_inputs_as_the_official_code_and_the_earlier_runs_k
     cut = texts.stage2_input(long, OFFICIAL_INSTRUCTION)
     assert len(cut) == 64 and cut[-len(ids(OFFICIAL_INSTRUCTION + "\n")):] == ids(OFFICIAL_INSTRUCTION + "\n")
     assert cut[1:4] == ids(long)[:3]
+    # cut="head_tail": a long training input keeps its head and its tail (the question T0's prompts put last)
+    question = " ".join(["word"] * 200) + " Which one?"
+    kept = TextIds(tok, 64, 32, "official", "head_tail").stage2_input(question, OFFICIAL_INSTRUCTION)
+    assert len(kept) == 64 and kept[:4] == [bos] + ids(question)[:3]
+    assert kept[:-len(ids(OFFICIAL_INSTRUCTION + "\n"))][-len(ids(" Which one?\n")):] == ids(" Which one?\n")
+    assert TextIds(tok, 64, 32, "official", "right").stage2_input(question, OFFICIAL_INSTRUCTION) == texts.stage2_input(
+        question, OFFICIAL_INSTRUCTION)
+    assert config_identity(_compress(tiny_dir, cut="head_tail"))["cut"] == "head_tail"
+    assert "cut" not in config_identity(_compress(tiny_dir))  # the default leaves every stored key as it was
+    with pytest.raises(ValueError, match="unknown cut"):
+        _compress(tiny_dir, cut="left")
+    with pytest.raises(ValueError, match="keeps the head and the tail"):
+        _compress(tiny_dir, template="book", cut="right")
     # inference: the filled template in one call, BOS first, cut on the right, no newline before the tokens
     filled = "A man plays.\n" + OFFICIAL_INSTRUCTION
     assert texts.inference_input("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION) == [bos] + ids(filled)

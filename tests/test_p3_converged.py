@@ -246,16 +246,22 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     converged.compute(base, (0,), sides=("autoregembed",), final_suite=SUITE, curve_suite=SUITE, tasks=TASKS,
                       leaderboard_tasks=(), progress=False)
     assert template_check.missing_work(base, **args) == [
-        f"compression only, official template, on {SUITE}", "the official template's stage 2 under the budget rule"]
+        f"compression only, official template, on {SUITE}",
+        f"compression only, official template, head and tail kept, on {SUITE}",
+        "the official template's stage 2 under the budget rule"]
     assert template_check.compute(base, progress=False, **args) == []
     configs = template_check.template_configs(base)
     assert configs["book"] == align  # the page's seed-0 run, as stored
     official = configs["official"]
     assert (official.template, official.compress.template, official.lr, official.stopping) == (
         "official", "official", align.lr, "dev")
+    cut = configs[template_check.CUT_VARIANT]
+    assert (cut.compress.template, cut.compress.cut) == ("official", "head_tail")
     scores = template_check.template_scores(base, **args)
-    names = set(template_check.TEMPLATE_NAMES.values())
-    assert set(zip(scores.template, scores.stage)) == {(t, s) for t in names for s in template_check.STAGES}
+    names = {template_check.TEMPLATE_NAMES[t] for t in ("book", "official")}
+    cut_name = template_check.TEMPLATE_NAMES[template_check.CUT_VARIANT]  # a stage 1 only
+    assert set(zip(scores.template, scores.stage)) == {(t, s) for t in names for s in template_check.STAGES} | {
+        (cut_name, converged.COMPRESSION)}
     # the book's side is the page's own stored compression only and seed 0
     book = scores[scores.template == "book template"].pivot_table(index="task", columns="stage", values="score")
     page, _ = converged.final_scores(base, (0,), SUITE, TASKS)
@@ -264,6 +270,8 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
         assert np.allclose(book[stage].sort_index(), expected.sort_index())
     table = template_check.template_comparison(scores)
     assert list(table.stage.unique()) == list(template_check.STAGES) and (table.n <= len(TASKS)).all()
+    assert set(table.loc[table.stage == converged.COMPRESSION, "template"]) == (names | {cut_name}) - {"book template"}
+    assert "keeping their head and tail instead of the right cut" in template_check.finding(base, **args)
     assert table.loc[table.n == 1, "no difference?"].str.startswith("untestable").all()  # one task: no test
     assert set(template_check.selections(base).template) == names
     assert set(template_check.dev_curves(base).template) == names

@@ -43,6 +43,10 @@ OFFICIAL_PASSAGE_PROMPT = "autoregembed-passage-official"
 #   tokenization that keeps the text's head and tail, BOS only where the tokenizer adds one, and the training
 #   newline before the compression tokens at inference too.
 TEMPLATES = ("official", "book")
+# Where the official template cuts a training input longer than ``max_length``: "right" (the official code's cut; its
+# 4,096-token context limit rarely cuts, ours of 160 cuts a third of stage 1's inputs, dropping the question T0's
+# prompts put last) or "head_tail" (keep the head and the tail, as the book's template does). "" = the template's own.
+CUTS = ("right", "head_tail")
 TEMPLATE_SETTINGS = {  # stage 2's instruction and inference settings under each template
     "official": {"instruction": OFFICIAL_INSTRUCTION, "inference_newline": False,
                  "passage_prompt": OFFICIAL_PASSAGE_PROMPT},
@@ -68,6 +72,7 @@ class StageConfig(LoopSettings):
     target_max_length: int = 48
     max_grad_norm: float | None = 1.0  # clip the global gradient norm (the transformers Trainer's default); None: off
     template: str = "official"  # TEMPLATES: how the encoder's inputs are written; "book" = the earlier runs
+    cut: str = ""  # CUTS: where the official template cuts a long training input; "" = the template's own
 
     # the runs stored before `template` existed are the book's template (repro.store.identity.legacy_value)
     LEGACY: ClassVar[dict] = {"template": "book"}
@@ -81,7 +86,7 @@ class CompressConfig(StageConfig):
     """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
     model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation", "template")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation", "template", "cut")
 
     steps: int = 200
     lr: float = 1e-4
@@ -122,7 +127,7 @@ class AlignConfig(StageConfig):
     passage_prompt: str = ""
 
     ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt", "stopping",
-                                              "accumulation", "template")
+                                              "accumulation", "template", "cut")
     LEGACY: ClassVar[dict] = {"template": "book", "inference_newline": True, "passage_prompt": PASSAGE_PROMPT}
 
     def __post_init__(self):
@@ -138,7 +143,7 @@ class AlignConfig(StageConfig):
             raise ValueError("the official template has its own inference (no newline, the curly-quote passage "
                              "prompt); inference_newline and passage_prompt apply to template='book'")
         if self.compress is not None:
-            for name in ("backbone", "finetune", "compression_tokens", "template"):
+            for name in ("backbone", "finetune", "compression_tokens", "template", "cut"):
                 if getattr(self.compress, name) != getattr(self, name):
                     raise ValueError(f"stage 2 {name}={getattr(self, name)!r} differs from stage 1's "
                                      f"{getattr(self.compress, name)!r}")
@@ -160,6 +165,10 @@ def _check_common(config) -> None:
     budget.check_settings(config)
     if config.template not in TEMPLATES:
         raise ValueError(f"unknown template '{config.template}'; valid: {', '.join(TEMPLATES)}")
+    if config.cut not in ("", *CUTS):
+        raise ValueError(f"unknown cut '{config.cut}'; valid: {', '.join(CUTS)} (or '' for the template's own)")
+    if config.template == "book" and config.cut not in ("", "head_tail"):
+        raise ValueError("the book's template always keeps the head and the tail; cut applies to template='official'")
     if config.finetune not in FINETUNE:
         raise ValueError(f"unknown finetune '{config.finetune}'; valid: {', '.join(FINETUNE)}")
     for name in ("compression_tokens", "steps", "batch_size", "max_length", "target_max_length", "eval_every",

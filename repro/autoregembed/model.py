@@ -10,14 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.autoregembed.config import NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, TEMPLATES
+from repro.autoregembed.config import CUTS, NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, TEMPLATES
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
 from repro.core.embedder import Embedder
 from repro.core.encode import EncodeConfig
 from repro.core.inference import run_in_order
 from repro.core.prompts import get_prompt
-from repro.core.tokenization import MAX_CHARS_PER_TOKEN, Tokenizer, eos_id, pad_id
+from repro.core.tokenization import MAX_CHARS_PER_TOKEN, Tokenizer, clip_chars, eos_id, pad_id, truncate_ids
 from repro.training.data import pad_right
 from repro.training.lora import add_lora
 
@@ -30,12 +30,15 @@ class TextIds:
       tail kept), BOS only where the tokenizer adds one; inference as training unless ``newline=False``.
     * ``"official"``: training inputs ``[BOS] + tok(text + "\\n") + tok(instruction + "\\n")``, the pieces tokenized
       on their own, the text cut on the right to fit ``max_length``; inference ``[BOS] + tok(filled template)`` in
-      one call, cut on the right at ``max_length``, no newline before the compression tokens."""
+      one call, cut on the right at ``max_length``, no newline before the compression tokens. ``cut="head_tail"``:
+      a long training input keeps its head and its tail instead (:data:`repro.autoregembed.config.CUTS`)."""
 
-    def __init__(self, tokenizer, max_length: int, target_max_length: int, template: str = "book"):
+    def __init__(self, tokenizer, max_length: int, target_max_length: int, template: str = "book", cut: str = ""):
         if template not in TEMPLATES:
             raise ValueError(f"unknown template '{template}'; valid: {', '.join(TEMPLATES)}")
-        self.tok, self.template = tokenizer, template
+        if cut not in ("", *CUTS):
+            raise ValueError(f"unknown cut '{cut}'; valid: {', '.join(CUTS)}")
+        self.tok, self.template, self.cut = tokenizer, template, cut or "right"
         self.max_length, self.target_max_length = max_length, target_max_length
         self.newline = tokenizer("\n", add_special_tokens=False).input_ids
         self.eos = eos_id(tokenizer)
@@ -48,7 +51,8 @@ class TextIds:
     def of(cls, tokenizer, config, max_length: int | None = None) -> TextIds:
         """The texts of a stage's ``config`` (its lengths and template; ``max_length``: another encoder length,
         e.g. inference's)."""
-        return cls(tokenizer, max_length or config.max_length, config.target_max_length, config.template)
+        return cls(tokenizer, max_length or config.max_length, config.target_max_length, config.template,
+                   getattr(config, "cut", ""))
 
     def encoder(self, text: str, prompt: str = "none-noeos", instruction: str = "", newline: bool = True) -> list[int]:
         """The book's template: token ids of ``prompt`` rendered with ``text`` (and ``instruction``), then a newline
@@ -65,7 +69,12 @@ class TextIds:
         _check_text(text)
         tail = self._ids(instruction + "\n")
         budget = max(self.max_length - 1 - len(tail), 0)
-        return [self.bos] + self._ids(text[:budget * MAX_CHARS_PER_TOKEN] + "\n")[:budget] + tail
+        if self.cut == "head_tail":
+            body = truncate_ids(self._ids(clip_chars(text, budget * MAX_CHARS_PER_TOKEN, "head_tail") + "\n"),
+                                budget, "head_tail")
+        else:
+            body = self._ids(text[:budget * MAX_CHARS_PER_TOKEN] + "\n")[:budget]
+        return [self.bos] + body + tail
 
     def _ids(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False).input_ids

@@ -32,7 +32,7 @@ def eos_id(tokenizer) -> int:
     return int(tokenizer.eos_token_id)
 
 
-def _truncate(ids: list[int], budget: int, how: str) -> list[int]:
+def truncate_ids(ids: list[int], budget: int, how: str) -> list[int]:
     if len(ids) <= budget:
         return ids
     if how == "head":
@@ -41,7 +41,7 @@ def _truncate(ids: list[int], budget: int, how: str) -> list[int]:
     return ids[:head] + ids[len(ids) - (budget - head):]
 
 
-def _clip_chars(text: str, max_chars: int, how: str) -> str:
+def clip_chars(text: str, max_chars: int, how: str) -> str:
     if len(text) <= max_chars:
         return text
     if how == "head":
@@ -75,11 +75,11 @@ class Tokenizer:
     def __call__(self, text: str) -> Tokenized:
         if not isinstance(text, str):
             raise TypeError(f"texts must be str, got {type(text).__name__}")
-        text = _clip_chars(text, self.config.max_length * MAX_CHARS_PER_TOKEN, self.config.truncation)
+        text = clip_chars(text, self.config.max_length * MAX_CHARS_PER_TOKEN, self.config.truncation)
         if self.config.tokenization == "official":
             return self._official(text)
         text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
-        text_ids = _truncate(text_ids, self.per_copy, self.config.truncation)
+        text_ids = truncate_ids(text_ids, self.per_copy, self.config.truncation)
         return self._assemble(text_ids, self.bos)
 
     def _official(self, text: str) -> Tokenized:
@@ -91,7 +91,7 @@ class Tokenizer:
         text_ids = self.tok(text, add_special_tokens=False).input_ids if text else []
         budget = self.per_copy
         while True:  # one call on the filled template; a too long text is cut and the template re-tokenized
-            cut = text if len(text_ids) <= budget else self.tok.decode(_truncate(text_ids, budget,
+            cut = text if len(text_ids) <= budget else self.tok.decode(truncate_ids(text_ids, budget,
                                                                                  self.config.truncation))
             ids = list(self.bos) + self.tok(self.prompt.render(cut, self.config.instruction),
                                             add_special_tokens=False).input_ids + self.eos

@@ -272,6 +272,15 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     assert list(table.stage.unique()) == list(template_check.STAGES) and (table.n <= len(TASKS)).all()
     assert set(table.loc[table.stage == converged.COMPRESSION, "template"]) == (names | {cut_name}) - {"book template"}
     assert "keeping their head and tail instead of the right cut" in template_check.finding(base, **args)
+    # more stage-2 seeds under the official template, each from the one stage 1: runs as units against it
+    assert template_check.missing_work(base, seeds=(0, 1), **args) == ["the official template's stage 2 at seed 1"]
+    assert template_check.compute(base, progress=False, seeds=(0, 1), **args) == []
+    runs = template_check.official_runs(base, seeds=(0, 1), **args)
+    assert set(zip(runs.model, runs.seed)) == {(converged.COMPRESSION, 0), (converged.AUTOREG, 0), (converged.AUTOREG, 1)}
+    test = template_check.alignment_under_official(runs)
+    assert list(test.category) == ["STS", "Retrieval"] and (test.units == "2 runs vs one fixed model").all()
+    assert (test["mean second"] == runs[runs.model == converged.COMPRESSION].groupby("category").score.mean()[
+        test.category].to_numpy()).all()
     assert table.loc[table.n == 1, "no difference?"].str.startswith("untestable").all()  # one task: no test
     assert set(template_check.selections(base).template) == names
     assert set(template_check.dev_curves(base).template) == names

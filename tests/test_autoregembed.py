@@ -293,7 +293,9 @@ def test_printed_commands_rebuild_the_runs_they_name():
         return ar_cli.config_from_arguments(args)
 
     compress, align = paper3_configs()
+    cut = AlignConfig(cut="head_tail", compress=CompressConfig(cut="head_tail"))
     configs = [compress, align, replace(align, compress=None), AlignConfig(), CompressConfig(template="book"),
+               cut, cut.compress,
                replace(align, instruction='In one word: "x\'', lr=1e-6, max_grad_norm=0.5, seed=2),
                *(ablation_config(variant, align) for variant in VARIANTS)]
     for config in configs:

@@ -293,7 +293,7 @@ def test_printed_commands_rebuild_the_runs_they_name():
         return ar_cli.config_from_arguments(args)
 
     compress, align = paper3_configs()
-    cut = AlignConfig(cut="head_tail", compress=CompressConfig(cut="head_tail"))
+    cut = AlignConfig(cut="head_tail", bos="tokenizer", compress=CompressConfig(cut="head_tail", bos="tokenizer"))
     configs = [compress, align, replace(align, compress=None), AlignConfig(), CompressConfig(template="book"),
                cut, cut.compress,
                replace(align, instruction='In one word: "x\'', lr=1e-6, max_grad_norm=0.5, seed=2),
@@ -555,6 +555,20 @@ def test_new_runs_write_their_inputs_as_the_official_code_and_the_earlier_runs_k
     assert kept[:-len(ids(OFFICIAL_INSTRUCTION + "\n"))][-len(ids(" Which one?\n")):] == ids(" Which one?\n")
     assert TextIds(tok, 64, 32, "official", "right").stage2_input(question, OFFICIAL_INSTRUCTION) == texts.stage2_input(
         question, OFFICIAL_INSTRUCTION)
+    # bos="tokenizer": BOS only where the tokenizer adds one, in training and at inference
+    plain = TextIds(tok, 64, 32, "official", bos="tokenizer")
+    own = [tok.bos_token_id] if tok("a").input_ids[:1] == [tok.bos_token_id] else []
+    assert plain.stage2_input("A man plays.", OFFICIAL_INSTRUCTION) == own + ids("A man plays.\n") + ids(
+        OFFICIAL_INSTRUCTION + "\n")
+    assert plain.inference_input("A man plays.", "autoregembed-instruction", OFFICIAL_INSTRUCTION) == own + ids(
+        "A man plays.\n" + OFFICIAL_INSTRUCTION)
+    assert len(plain.inference_input(long, "autoregembed-instruction", OFFICIAL_INSTRUCTION)) == 64
+    assert config_identity(_compress(tiny_dir, bos="tokenizer"))["bos"] == "tokenizer"
+    assert "bos" not in config_identity(_compress(tiny_dir))
+    with pytest.raises(ValueError, match="unknown bos"):
+        _compress(tiny_dir, bos="never")
+    with pytest.raises(ValueError, match="BOS only where the tokenizer adds one"):
+        _compress(tiny_dir, template="book", bos="always")
     assert config_identity(_compress(tiny_dir, cut="head_tail"))["cut"] == "head_tail"
     assert "cut" not in config_identity(_compress(tiny_dir))  # the default leaves every stored key as it was
     with pytest.raises(ValueError, match="unknown cut"):

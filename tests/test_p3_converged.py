@@ -248,6 +248,7 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     assert template_check.missing_work(base, **args) == [
         f"compression only, official template, on {SUITE}",
         f"compression only, official template, head and tail kept, on {SUITE}",
+        f"compression only, official template, no BOS, on {SUITE}",
         "the official template's stage 2 under the budget rule"]
     assert template_check.compute(base, progress=False, **args) == []
     configs = template_check.template_configs(base)
@@ -255,13 +256,14 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     official = configs["official"]
     assert (official.template, official.compress.template, official.lr, official.stopping) == (
         "official", "official", align.lr, "dev")
-    cut = configs[template_check.CUT_VARIANT]
-    assert (cut.compress.template, cut.compress.cut) == ("official", "head_tail")
+    cut, no_bos = configs[template_check.CUT_VARIANT], configs[template_check.BOS_VARIANT]
+    assert (cut.compress.template, cut.compress.cut, cut.compress.bos) == ("official", "head_tail", "")
+    assert (no_bos.compress.template, no_bos.compress.cut, no_bos.compress.bos) == ("official", "", "tokenizer")
     scores = template_check.template_scores(base, **args)
     names = {template_check.TEMPLATE_NAMES[t] for t in ("book", "official")}
-    cut_name = template_check.TEMPLATE_NAMES[template_check.CUT_VARIANT]  # a stage 1 only
+    variants = {template_check.TEMPLATE_NAMES[v] for v in template_check.VARIANTS}  # a stage 1 each
     assert set(zip(scores.template, scores.stage)) == {(t, s) for t in names for s in template_check.STAGES} | {
-        (cut_name, converged.COMPRESSION)}
+        (v, converged.COMPRESSION) for v in variants}
     # the book's side is the page's own stored compression only and seed 0
     book = scores[scores.template == "book template"].pivot_table(index="task", columns="stage", values="score")
     page, _ = converged.final_scores(base, (0,), SUITE, TASKS)
@@ -270,8 +272,10 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
         assert np.allclose(book[stage].sort_index(), expected.sort_index())
     table = template_check.template_comparison(scores)
     assert list(table.stage.unique()) == list(template_check.STAGES) and (table.n <= len(TASKS)).all()
-    assert set(table.loc[table.stage == converged.COMPRESSION, "template"]) == (names | {cut_name}) - {"book template"}
-    assert "keeping their head and tail instead of the right cut" in template_check.finding(base, **args)
+    assert set(table.loc[table.stage == converged.COMPRESSION, "template"]) == (names | variants) - {"book template"}
+    finding = template_check.finding(base, **args)
+    assert "keeping their head and tail instead of the right cut, the official" in finding
+    assert "Without the BOS token in front of every input (" in finding and "computing" not in finding
     # more stage-2 seeds under the official template, each from the one stage 1: runs as units against it
     assert template_check.missing_work(base, seeds=(0, 1), **args) == ["the official template's stage 2 at seed 1"]
     assert template_check.compute(base, progress=False, seeds=(0, 1), **args) == []

@@ -47,6 +47,10 @@ TEMPLATES = ("official", "book")
 # 4,096-token context limit rarely cuts, ours of 160 cuts a third of stage 1's inputs, dropping the question T0's
 # prompts put last) or "head_tail" (keep the head and the tail, as the book's template does). "" = the template's own.
 CUTS = ("right", "head_tail")
+# Whether the encoder's input starts with BOS: "always" (the official code: the tokenizer's BOS, or its EOS where it has
+# none; SmolLM2's is its chat token <|im_start|>) or "tokenizer" (only where the tokenizer adds one itself, as the
+# book's template: SmolLM2's adds none). "" = the template's own. Training and inference alike.
+BOS_RULES = ("always", "tokenizer")
 TEMPLATE_SETTINGS = {  # stage 2's instruction and inference settings under each template
     "official": {"instruction": OFFICIAL_INSTRUCTION, "inference_newline": False,
                  "passage_prompt": OFFICIAL_PASSAGE_PROMPT},
@@ -73,6 +77,7 @@ class StageConfig(LoopSettings):
     max_grad_norm: float | None = 1.0  # clip the global gradient norm (the transformers Trainer's default); None: off
     template: str = "official"  # TEMPLATES: how the encoder's inputs are written; "book" = the earlier runs
     cut: str = ""  # CUTS: where the official template cuts a long training input; "" = the template's own
+    bos: str = ""  # BOS_RULES: whether the official template's inputs start with BOS; "" = the template's own (always)
 
     # the runs stored before `template` existed are the book's template (repro.store.identity.legacy_value)
     LEGACY: ClassVar[dict] = {"template": "book"}
@@ -86,7 +91,7 @@ class CompressConfig(StageConfig):
     """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
     model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation", "template", "cut")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation", "template", "cut", "bos")
 
     steps: int = 200
     lr: float = 1e-4
@@ -127,7 +132,7 @@ class AlignConfig(StageConfig):
     passage_prompt: str = ""
 
     ADDED_LATER: ClassVar[tuple[str, ...]] = ("fused", "inference_newline", "passage_prompt", "stopping",
-                                              "accumulation", "template", "cut")
+                                              "accumulation", "template", "cut", "bos")
     LEGACY: ClassVar[dict] = {"template": "book", "inference_newline": True, "passage_prompt": PASSAGE_PROMPT}
 
     def __post_init__(self):
@@ -143,7 +148,7 @@ class AlignConfig(StageConfig):
             raise ValueError("the official template has its own inference (no newline, the curly-quote passage "
                              "prompt); inference_newline and passage_prompt apply to template='book'")
         if self.compress is not None:
-            for name in ("backbone", "finetune", "compression_tokens", "template", "cut"):
+            for name in ("backbone", "finetune", "compression_tokens", "template", "cut", "bos"):
                 if getattr(self.compress, name) != getattr(self, name):
                     raise ValueError(f"stage 2 {name}={getattr(self, name)!r} differs from stage 1's "
                                      f"{getattr(self.compress, name)!r}")
@@ -169,6 +174,11 @@ def _check_common(config) -> None:
         raise ValueError(f"unknown cut '{config.cut}'; valid: {', '.join(CUTS)} (or '' for the template's own)")
     if config.template == "book" and config.cut not in ("", "head_tail"):
         raise ValueError("the book's template always keeps the head and the tail; cut applies to template='official'")
+    if config.bos not in ("", *BOS_RULES):
+        raise ValueError(f"unknown bos '{config.bos}'; valid: {', '.join(BOS_RULES)} (or '' for the template's own)")
+    if config.template == "book" and config.bos not in ("", "tokenizer"):
+        raise ValueError("the book's template puts BOS only where the tokenizer adds one; bos applies to "
+                         "template='official'")
     if config.finetune not in FINETUNE:
         raise ValueError(f"unknown finetune '{config.finetune}'; valid: {', '.join(FINETUNE)}")
     for name in ("compression_tokens", "steps", "batch_size", "max_length", "target_max_length", "eval_every",

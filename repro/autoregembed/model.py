@@ -10,14 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from repro.autoregembed.config import CUTS, NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, TEMPLATES
+from repro.autoregembed.config import BOS_RULES, CUTS, NEXT_INSTRUCTION, PASSAGE_PROMPT, QUERY_PROMPT, TEMPLATES
 from repro.autoregembed.objectives import OBJECTIVES
 from repro.core.backbones import load_backbone
 from repro.core.embedder import Embedder
 from repro.core.encode import EncodeConfig
 from repro.core.inference import run_in_order
 from repro.core.prompts import get_prompt
-from repro.core.tokenization import MAX_CHARS_PER_TOKEN, Tokenizer, clip_chars, eos_id, pad_id, truncate_ids
+from repro.core.tokenization import MAX_CHARS_PER_TOKEN, Tokenizer, bos_ids, clip_chars, eos_id, pad_id, truncate_ids
 from repro.training.data import pad_right
 from repro.training.lora import add_lora
 
@@ -31,20 +31,27 @@ class TextIds:
     * ``"official"``: training inputs ``[BOS] + tok(text + "\\n") + tok(instruction + "\\n")``, the pieces tokenized
       on their own, the text cut on the right to fit ``max_length``; inference ``[BOS] + tok(filled template)`` in
       one call, cut on the right at ``max_length``, no newline before the compression tokens. ``cut="head_tail"``:
-      a long training input keeps its head and its tail instead (:data:`repro.autoregembed.config.CUTS`)."""
+      a long training input keeps its head and its tail instead (:data:`repro.autoregembed.config.CUTS`);
+      ``bos="tokenizer"``: BOS only where the tokenizer adds one, in training and at inference
+      (:data:`repro.autoregembed.config.BOS_RULES`)."""
 
-    def __init__(self, tokenizer, max_length: int, target_max_length: int, template: str = "book", cut: str = ""):
+    def __init__(self, tokenizer, max_length: int, target_max_length: int, template: str = "book", cut: str = "",
+                 bos: str = ""):
         if template not in TEMPLATES:
             raise ValueError(f"unknown template '{template}'; valid: {', '.join(TEMPLATES)}")
         if cut not in ("", *CUTS):
             raise ValueError(f"unknown cut '{cut}'; valid: {', '.join(CUTS)}")
+        if bos not in ("", *BOS_RULES):
+            raise ValueError(f"unknown bos '{bos}'; valid: {', '.join(BOS_RULES)}")
         self.tok, self.template, self.cut = tokenizer, template, cut or "right"
         self.max_length, self.target_max_length = max_length, target_max_length
         self.newline = tokenizer("\n", add_special_tokens=False).input_ids
         self.eos = eos_id(tokenizer)
         self.pad = pad_id(tokenizer)
         # the official code always puts the tokenizer's BOS first; a tokenizer without one gets its EOS there
-        self.bos = int(tokenizer.bos_token_id) if tokenizer.bos_token_id is not None else self.eos
+        # (bos="tokenizer": only a BOS the tokenizer adds itself, none for SmolLM2)
+        always = [int(tokenizer.bos_token_id) if tokenizer.bos_token_id is not None else self.eos]
+        self.bos = always if bos in ("", "always") else bos_ids(tokenizer)
         self._tokenizers: dict[str, Tokenizer] = {}
 
     @classmethod
@@ -52,7 +59,7 @@ class TextIds:
         """The texts of a stage's ``config`` (its lengths and template; ``max_length``: another encoder length,
         e.g. inference's)."""
         return cls(tokenizer, max_length or config.max_length, config.target_max_length, config.template,
-                   getattr(config, "cut", ""))
+                   config.cut, config.bos)
 
     def encoder(self, text: str, prompt: str = "none-noeos", instruction: str = "", newline: bool = True) -> list[int]:
         """The book's template: token ids of ``prompt`` rendered with ``text`` (and ``instruction``), then a newline
@@ -68,13 +75,13 @@ class TextIds:
         """The official training input: ``[BOS] + tok(text + "\\n") + tok(instruction + "\\n")``."""
         _check_text(text)
         tail = self._ids(instruction + "\n")
-        budget = max(self.max_length - 1 - len(tail), 0)
+        budget = max(self.max_length - len(self.bos) - len(tail), 0)
         if self.cut == "head_tail":
             body = truncate_ids(self._ids(clip_chars(text, budget * MAX_CHARS_PER_TOKEN, "head_tail") + "\n"),
                                 budget, "head_tail")
         else:
             body = self._ids(text[:budget * MAX_CHARS_PER_TOKEN] + "\n")[:budget]
-        return [self.bos] + body + tail
+        return self.bos + body + tail
 
     def _ids(self, text: str) -> list[int]:
         return self.tok(text, add_special_tokens=False).input_ids
@@ -96,9 +103,9 @@ class TextIds:
         if self.template == "book":
             return self.encoder(text, prompt, instruction, newline)
         _check_text(text)
-        budget = self.max_length - 1
+        budget = self.max_length - len(self.bos)
         rendered = get_prompt(prompt).render(text[:budget * MAX_CHARS_PER_TOKEN], instruction)
-        return [self.bos] + self._ids(rendered)[:budget]
+        return self.bos + self._ids(rendered)[:budget]
 
     def target(self, text: str) -> list[int]:
         _check_text(text)
@@ -233,10 +240,10 @@ class AutoRegEmbedder(Embedder):
 
     def __init__(self, model: AutoRegModel, max_length: int, target_max_length: int,
                  instruction: str = NEXT_INSTRUCTION, label: str = "autoregembed", digest: str = "",
-                 newline: bool = True, passage_prompt: str = PASSAGE_PROMPT, template: str = "book"):
+                 newline: bool = True, passage_prompt: str = PASSAGE_PROMPT, template: str = "book", bos: str = ""):
         self.model, self.instruction, self.label, self.digest = model, instruction, label, digest
         self.newline, self.passage_prompt = newline, passage_prompt
-        self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length, template)
+        self.texts = TextIds(model.backbone.tokenizer, max_length, target_max_length, template, bos=bos)
 
     @property
     def dim(self) -> int:

@@ -19,7 +19,7 @@ class Tokenized:
     mean_start: int  # first position of the mean-pooling span
 
 
-def _bos_ids(tokenizer) -> list[int]:
+def bos_ids(tokenizer) -> list[int]:
     """[bos] if the tokenizer adds a BOS token by itself, else []."""
     probe = tokenizer("a").input_ids
     bos = tokenizer.bos_token_id
@@ -58,7 +58,7 @@ class Tokenizer:
         self.tok = tokenizer
         self.prompt = prompt
         self.config = config
-        self.bos = _bos_ids(tokenizer)
+        self.bos = bos_ids(tokenizer)
         self.eos = [eos_id(tokenizer)] if prompt.append_eos else []
         self.literals = [tokenizer(s, add_special_tokens=False).input_ids if s else []
                          for s in prompt.literal_segments(config.instruction)]

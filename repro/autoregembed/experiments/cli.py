@@ -13,7 +13,7 @@ from repro.autoregembed.experiments.baselines import evaluate_untrained
 from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.training.cli import argument_type
 
-SHARED = ("backbone", "finetune", "compression_tokens", "template", "cut")  # stage 1 takes these from stage 2's options
+SHARED = ("backbone", "finetune", "compression_tokens", "template", "cut", "bos")  # stage 1 takes these from stage 2's options
 
 
 def config_from_arguments(args: dict) -> CompressConfig | AlignConfig:

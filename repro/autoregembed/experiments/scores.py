@@ -44,7 +44,7 @@ def embedder_of(model, config: CompressConfig | AlignConfig, max_length: int) ->
     return AutoRegEmbedder(model, max_length, config.target_max_length, settings["instruction"],
                            label=f"autoregembed-{stage_of(config)}", digest=weights_digest(model),
                            newline=settings["inference_newline"], passage_prompt=settings["passage_prompt"],
-                           template=config.template)
+                           template=config.template, bos=config.bos)
 
 
 def evaluate_autoreg(config: CompressConfig | AlignConfig, suite: str = "compact",

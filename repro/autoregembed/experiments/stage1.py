@@ -29,7 +29,8 @@ def uninformative_reconstruction(compress: CompressConfig, recompute: bool = Fal
 
     identity = config_identity(compress)  # (a setting added later is in the key only when not at its default)
     params = {name: identity[name] for name in ("backbone", "compression_tokens", "max_length", "target_max_length",
-                                                "validation_examples", "data", "template", "cut") if name in identity}
+                                                "validation_examples", "data", "template", "cut", "bos")
+              if name in identity}
     # the untrained tokens do not depend on the seed, the lr or the steps: those are not in the key
 
     def compute():

@@ -11,10 +11,12 @@ One training per template: the paired tests over tasks say how these two encoder
 would differ over retrainings (the run-to-run noise is not inside them), so the check carries no ledger verdict.
 It answers whether the template changes what the page concludes: whether stage 2 again dev-selects its start.
 
-A third stage 1 separates one cause of the difference: the official template with its long training inputs keeping
-their head and tail (``cut="head_tail"``, :data:`repro.autoregembed.config.CUTS`) instead of the official code's right
-cut. The official code cuts at 4,096 tokens, which stage 1's instruction data rarely reach; the book's stage 1 cuts at
-160, a third of its inputs, and the right cut drops the question T0's prompts put last.
+Two more stage 1s separate causes of the difference, one change each from the official template (:data:`VARIANTS`):
+long training inputs keeping their head and tail (``cut="head_tail"``, :data:`repro.autoregembed.config.CUTS`)
+instead of the official code's right cut (the official code cuts at 4,096 tokens, which stage 1's instruction data
+rarely reach; the book's stage 1 cuts at 160, a third of its inputs, and the right cut drops the question T0's
+prompts put last); and no BOS in front (``bos="tokenizer"``, :data:`repro.autoregembed.config.BOS_RULES`: SmolLM2's
+BOS is its chat token ``<|im_start|>``, which the book's template never puts there).
 
 Read from the result store only; :func:`main` trains and scores (``python -m
 repro.autoregembed.experiments.template_check``).
@@ -42,8 +44,13 @@ from repro.training.budget_curves import task_frame
 
 SEED = 0
 CUT_VARIANT = "official, head and tail"  # the official template with the book's head-and-tail cut (stage 1 only)
+BOS_VARIANT = "official, no BOS"  # the official template with BOS only where the tokenizer adds one (stage 1 only)
+VARIANTS = {CUT_VARIANT: {"cut": "head_tail"}, BOS_VARIANT: {"bos": "tokenizer"}}  # one cause each, apart
 TEMPLATE_NAMES = {"book": "book template", "official": "official template",
-                  CUT_VARIANT: "official template, head and tail kept"}
+                  CUT_VARIANT: "official template, head and tail kept", BOS_VARIANT: "official template, no BOS"}
+# what each variant changes, as the finding words it
+CAUSES = {CUT_VARIANT: "with the long training inputs of stage 1 keeping their head and tail instead of the right cut",
+          BOS_VARIANT: "without the BOS token in front of every input (SmolLM2's BOS is its chat token <|im_start|>)"}
 STAGES = (converged.COMPRESSION, converged.AUTOREG)
 
 
@@ -56,7 +63,8 @@ def template_configs(base: AlignConfig) -> dict[str, AlignConfig] | None:
     book = converged.at_seed(selected, SEED)
     official = with_template(book, "official")
     return {"book": book, "official": official,
-            CUT_VARIANT: replace(official, cut="head_tail", compress=replace(official.compress, cut="head_tail"))}
+            **{name: replace(official, **change, compress=replace(official.compress, **change))
+               for name, change in VARIANTS.items()}}
 
 
 def _stage_scores(base: AlignConfig, config: AlignConfig, template: str, suite: str,
@@ -193,8 +201,9 @@ def missing_work(base: AlignConfig, suite: str = converged.FINAL_SUITE,
     stored = _stage_scores(base, official, "official", suite, tasks)
     todo += [] if len(stored[converged.COMPRESSION]) == len(tasks) else [
         f"{converged.COMPRESSION}, official template, on {suite}"]
-    cut = _stage_scores(base, configs[CUT_VARIANT], CUT_VARIANT, suite, tasks)[converged.COMPRESSION]
-    todo += [] if len(cut) == len(tasks) else [f"{converged.COMPRESSION}, {TEMPLATE_NAMES[CUT_VARIANT]}, on {suite}"]
+    for name in VARIANTS:
+        stage1 = _stage_scores(base, configs[name], name, suite, tasks)[converged.COMPRESSION]
+        todo += [] if len(stage1) == len(tasks) else [f"{converged.COMPRESSION}, {TEMPLATE_NAMES[name]}, on {suite}"]
     if converged.AUTOREG not in stored:
         todo.append("the official template's stage 2 under the budget rule")
     elif len(stored[converged.AUTOREG]) < len(tasks):
@@ -219,8 +228,9 @@ def compute(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
     official = configs["official"]
     evaluate_autoreg(official.compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)  # trains stage 1
     for seed in dict.fromkeys([SEED, *seeds]):
-        if seed != SEED:  # the cause separation (one stage 1) before the further seeds
-            evaluate_autoreg(configs[CUT_VARIANT].compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
+        if seed != SEED:  # the cause separation (one stage 1 each) before the further seeds
+            for name in VARIANTS:
+                evaluate_autoreg(configs[name].compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
         seeded = converged.at_seed(official, seed)
         ensure_trained(ar_train.run_spec(seeded, progress))
         if seed == SEED:  # compression only from the weights stage 2 started from (retrained since: a clear error)
@@ -231,7 +241,8 @@ def compute(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
                                "its comparison with compression only has no stage 1 scored")
         if not converged.selects_start(seeded):
             evaluate_autoreg(seeded, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
-    evaluate_autoreg(configs[CUT_VARIANT].compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
+    for name in VARIANTS:
+        evaluate_autoreg(configs[name].compress, suite, tasks, converged.EVAL_MAX_LENGTH, progress)
     return missing_work(base, suite, tasks, seeds)
 
 
@@ -269,7 +280,7 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
     """The check's answer in one sentence: compression only under the official template against the book's (all
     tasks, with its paired tests), which step the official template's stage 2 dev-selected, and what keeping the
     head and tail of long training inputs does to the official template's stage 1."""
-    todo = [t for t in missing_work(base, suite, tasks) if TEMPLATE_NAMES[CUT_VARIANT] not in t]
+    todo = [t for t in missing_work(base, suite, tasks) if not any(TEMPLATE_NAMES[n] + "," in t for n in VARIANTS)]
     if todo:
         return ("the official-template check has not run yet (still missing: " + "; ".join(todo) +
                 "; `python -m repro.autoregembed.experiments.template_check` runs it)")
@@ -293,12 +304,14 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
             r = sts.iloc[0]
             stage2 += (f"; over its {r['units']}, alignment against compression only on STS: {r['difference']:+.2f}, "
                        f"{r['verdict at our scale']}")
-    cut = _compression_row(table, CUT_VARIANT)
-    cause = (f"With the long training inputs of stage 1 keeping their head and tail instead of the right cut, the "
-             f"official template's compression only scores {_versus_book(cut)}" if cut is not None else
-             "Whether the right cut of stage 1's long inputs is the cause is computing (the official template with "
-             "the head and tail kept)")
-    return (f"under the official template, compression only scores {_versus_book(row)}, and {stage2}. {cause}")
+    causes = []
+    for name in VARIANTS:
+        variant = _compression_row(table, name)
+        causes.append(f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}, the official template's compression only "
+                      f"scores {_versus_book(variant)}." if variant is not None else
+                      f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}: computing.")
+    cause = " ".join(causes)
+    return f"under the official template, compression only scores {_versus_book(row)}, and {stage2}. {cause}"
 
 
 if __name__ == "__main__":

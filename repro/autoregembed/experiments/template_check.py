@@ -310,7 +310,7 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
         causes.append(f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}, the official template's compression only "
                       f"scores {_versus_book(variant)}." if variant is not None else
                       f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}: computing.")
-    cause = " ".join(causes)
+    cause = " ".join(causes).rstrip(".")  # the page's sentence ends it
     return f"under the official template, compression only scores {_versus_book(row)}, and {stage2}. {cause}"
 
 

@@ -142,7 +142,7 @@ def official_runs(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: 
             continue
         if converged.start_digest(seeded) != converged.start_digest(official):
             continue  # another stage 1's run: its compression only is not scored
-        records = stage1 if converged.selects_start(seeded) else converged.stored_scores(seeded, suite, tasks)
+        records = _stage_scores(base, seeded, "official", suite, tasks)[converged.AUTOREG]  # the one stage-2 rule
         if len(records) == len(tasks):
             frames.append(task_frame(records, model=converged.AUTOREG, seed=seed))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(

@@ -249,6 +249,7 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
         f"compression only, official template, on {SUITE}",
         f"compression only, official template, head and tail kept, on {SUITE}",
         f"compression only, official template, no BOS, on {SUITE}",
+        f"compression only, official template, head and tail kept, no BOS, on {SUITE}",
         "the official template's stage 2 under the budget rule"]
     assert template_check.compute(base, progress=False, **args) == []
     configs = template_check.template_configs(base)
@@ -259,6 +260,9 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     cut, no_bos = configs[template_check.CUT_VARIANT], configs[template_check.BOS_VARIANT]
     assert (cut.compress.template, cut.compress.cut, cut.compress.bos) == ("official", "head_tail", "")
     assert (no_bos.compress.template, no_bos.compress.cut, no_bos.compress.bos) == ("official", "", "tokenizer")
+    both = configs[template_check.BOTH_VARIANT]
+    assert (both.compress.template, both.compress.cut, both.compress.bos) == ("official", "head_tail", "tokenizer")
+    assert len({c.compress for c in configs.values()}) == len(configs)  # five stage 1s, none shared
     scores = template_check.template_scores(base, **args)
     names = {template_check.TEMPLATE_NAMES[t] for t in ("book", "official")}
     variants = {template_check.TEMPLATE_NAMES[v] for v in template_check.VARIANTS}  # a stage 1 each
@@ -276,6 +280,14 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     finding = template_check.finding(base, **args)
     assert "keeping their head and tail instead of the right cut, the official" in finding
     assert "Without the BOS token in front of every input (" in finding and "computing" not in finding
+    # the additivity sentence's numbers are the variants' gains over the official template
+    means = scores[scores.stage == converged.COMPRESSION].groupby("template").score.mean()
+    gains = {v: means[template_check.TEMPLATE_NAMES[v]] - means["official template"] for v in template_check.VARIANTS}
+    cut_gain, bos_gain, both_gain = (gains[v] for v in (template_check.CUT_VARIANT, template_check.BOS_VARIANT,
+                                                          template_check.BOTH_VARIANT))
+    assert (f"the two changes gain {cut_gain:+.2f} and {bos_gain:+.2f} points over the official template "
+            f"({cut_gain + bos_gain:+.2f} summed), together {both_gain:+.2f}; ") in finding
+    assert f"leaves {means['official template, head and tail kept, no BOS'] - means['book template']:+.2f}" in finding
     # more stage-2 seeds under the official template, each from the one stage 1: runs as units against it
     assert template_check.missing_work(base, seeds=(0, 1), **args) == ["the official template's stage 2 at seed 1"]
     assert template_check.compute(base, progress=False, seeds=(0, 1), **args) == []

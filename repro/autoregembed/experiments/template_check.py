@@ -11,12 +11,14 @@ One training per template: the paired tests over tasks say how these two encoder
 would differ over retrainings (the run-to-run noise is not inside them), so the check carries no ledger verdict.
 It answers whether the template changes what the page concludes: whether stage 2 again dev-selects its start.
 
-Two more stage 1s separate causes of the difference, one change each from the official template (:data:`VARIANTS`):
-long training inputs keeping their head and tail (``cut="head_tail"``, :data:`repro.autoregembed.config.CUTS`)
-instead of the official code's right cut (the official code cuts at 4,096 tokens, which stage 1's instruction data
-rarely reach; the book's stage 1 cuts at 160, a third of its inputs, and the right cut drops the question T0's
-prompts put last); and no BOS in front (``bos="tokenizer"``, :data:`repro.autoregembed.config.BOS_RULES`: SmolLM2's
-BOS is its chat token ``<|im_start|>``, which the book's template never puts there).
+Three more stage 1s separate causes of the difference (:data:`VARIANTS`), one change each from the official
+template: long training inputs keeping their head and tail (``cut="head_tail"``,
+:data:`repro.autoregembed.config.CUTS`) instead of the official code's right cut (the official code cuts at 4,096
+tokens, which stage 1's instruction data rarely reach; the book's stage 1 cuts at 160, a third of its inputs, and
+the right cut drops the question T0's prompts put last); no BOS in front (``bos="tokenizer"``,
+:data:`repro.autoregembed.config.BOS_RULES`: SmolLM2's BOS is its chat token ``<|im_start|>``, which the book's
+template never puts there); and both changes at once, which says whether the two add up and measures what the rest
+of the official form (:data:`REST`) costs against the book's template.
 
 Read from the result store only; :func:`main` trains and scores (``python -m
 repro.autoregembed.experiments.template_check``).
@@ -45,12 +47,19 @@ from repro.training.budget_curves import task_frame
 SEED = 0
 CUT_VARIANT = "official, head and tail"  # the official template with the book's head-and-tail cut (stage 1 only)
 BOS_VARIANT = "official, no BOS"  # the official template with BOS only where the tokenizer adds one (stage 1 only)
-VARIANTS = {CUT_VARIANT: {"cut": "head_tail"}, BOS_VARIANT: {"bos": "tokenizer"}}  # one cause each, apart
+BOTH_VARIANT = "official, head and tail, no BOS"  # both changes at once: do the two causes add up? (stage 1 only)
+VARIANTS = {CUT_VARIANT: {"cut": "head_tail"}, BOS_VARIANT: {"bos": "tokenizer"},  # one cause each, apart
+            BOTH_VARIANT: {"cut": "head_tail", "bos": "tokenizer"}}  # and together
+SINGLE_CAUSES = (CUT_VARIANT, BOS_VARIANT)
 TEMPLATE_NAMES = {"book": "book template", "official": "official template",
-                  CUT_VARIANT: "official template, head and tail kept", BOS_VARIANT: "official template, no BOS"}
+                  CUT_VARIANT: "official template, head and tail kept", BOS_VARIANT: "official template, no BOS",
+                  BOTH_VARIANT: "official template, head and tail kept, no BOS"}
 # what each variant changes, as the finding words it
 CAUSES = {CUT_VARIANT: "with the long training inputs of stage 1 keeping their head and tail instead of the right cut",
-          BOS_VARIANT: "without the BOS token in front of every input (SmolLM2's BOS is its chat token <|im_start|>)"}
+          BOS_VARIANT: "without the BOS token in front of every input (SmolLM2's BOS is its chat token <|im_start|>)",
+          BOTH_VARIANT: "with both changes at once (head and tail kept, no BOS)"}
+REST = ("the rest of the official form (the curly quote, its piece-wise tokenization, and at inference the right cut "
+        "and no newline)")
 STAGES = (converged.COMPRESSION, converged.AUTOREG)
 
 
@@ -272,6 +281,20 @@ def _versus_book(row: pd.Series) -> str:
             f"{_wilcoxon(row['p (difference)'])}; no difference within ±{MARGIN:g}: {row['no difference?']})")
 
 
+def _additivity(table: pd.DataFrame) -> str | None:
+    """Whether the two causes add up (compression only, all tasks): each change's gain over the official template,
+    their sum against the gain of both at once, and what is left against the book's template (None until all three
+    variants are scored)."""
+    rows = {name: _compression_row(table, name) for name in ("official", *VARIANTS)}
+    if any(row is None for row in rows.values()):
+        return None
+    gain = {name: rows[name]["this template"] - rows["official"]["this template"] for name in VARIANTS}
+    single = " and ".join(f"{gain[name]:+.2f}" for name in SINGLE_CAUSES)
+    return (f"One at a time the two changes gain {single} points over the official template ("
+            f"{sum(gain[n] for n in SINGLE_CAUSES):+.2f} summed), together {gain[BOTH_VARIANT]:+.2f}; {REST} "
+            f"leaves {rows[BOTH_VARIANT]['− book']:+.2f} against the book's template.")
+
+
 def _wilcoxon(p: float) -> str:
     return "too few tasks for a Wilcoxon" if pd.isna(p) else f"Wilcoxon p = {p:.3f}"
 
@@ -310,7 +333,8 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
         causes.append(f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}, the official template's compression only "
                       f"scores {_versus_book(variant)}." if variant is not None else
                       f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}: computing.")
-    cause = " ".join(causes).rstrip(".")  # the page's sentence ends it
+    additivity = _additivity(table)
+    cause = " ".join(causes + ([additivity] if additivity else [])).rstrip(".")  # the page's sentence ends it
     return f"under the official template, compression only scores {_versus_book(row)}, and {stage2}. {cause}"
 
 

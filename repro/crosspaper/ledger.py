@@ -145,9 +145,16 @@ def _converged_rows(backbone: str, frame: pd.DataFrame, statements, suite: str, 
     return from_claims(1, seeded_claims(frame, claims), scale, "p1_converged", tier=tier)
 
 
-def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
-    """Tables 1-2, data efficiency (pooled over sizes and seeds) and the ablations, as the summary page."""
-    t, d, a = (page_parameters(name, profile) for name in ("p3_tables", "p3_data_efficiency", "p3_ablations"))
+PAPER3_PAGES = ("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_memory")  # pages :func:`paper3_rows` reads
+
+
+def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[str, dict] | None = None
+                ) -> pd.DataFrame:
+    """Tables 1-2, data efficiency (pooled over sizes and seeds) and the ablations, as the summary page.
+    ``pages``: page name -> parameters overriding the book's for that page (:data:`PAPER3_PAGES`)."""
+    pages = _page_overrides(pages, profile)
+    t, d, a = (page_parameters(name, profile, pages.get(name))
+               for name in ("p3_tables", "p3_data_efficiency", "p3_ablations"))
     (_, base_t), (_, base_d), (_, base_a) = (page_configs(**(p | {"recompute": recompute})) for p in (t, d, a))
     wide = per_task_scores(method_scores(base_t, t["suite"], t["tasks"], t["methods"], recompute=recompute), column="method")
     curve = data_efficiency_scores(base_d, d["sizes"], d["seeds"], d["epochs"], d["methods"], d["suite"], d["tasks"],
@@ -163,7 +170,7 @@ def paper3_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
     quoted_grid = (grid["claim (paper)"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
                                              if "Appendix F:" in c else NOT_QUOTED) if len(grid) else None)
     step = f"{base_t.steps} stage-2 steps x {base_t.batch_size} triplets, seed {base_t.seed}"
-    m = page_parameters("p3_memory", profile)
+    m = page_parameters("p3_memory", profile, pages.get("p3_memory"))
     memory = memory_claim(objective_costs(m["batch_sizes"], m["backbone"], m["steps"], m["max_length"],
                                           recompute=recompute))
     memory_row = measured_row(
@@ -214,11 +221,31 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
     return from_claims(3, seeded_claims(frame, claims), scale, "p3_converged")
 
 
-def all_comparisons(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+def _page_overrides(pages: dict[str, dict] | None, profile: str = "standard") -> dict[str, dict]:
+    """``pages`` checked before anything is read: only Paper 3's pages (:data:`PAPER3_PAGES`) take other parameters
+    here, and only parameters they have."""
+    if pages is None:
+        return {}
+    if not isinstance(pages, dict):
+        raise TypeError(f"pages must be a dict of page name -> parameters, got {type(pages).__name__}")
+    unknown = set(pages) - set(PAPER3_PAGES)
+    if unknown:
+        raise ValueError(f"the ledger takes other parameters only for {', '.join(PAPER3_PAGES)}; got "
+                         f"{', '.join(sorted(unknown))}")
+    for name, params in pages.items():
+        page_parameters(name, profile, params)  # an unknown parameter or a non-dict fails here
+    return pages
+
+
+def all_comparisons(profile: str = "standard", recompute: bool = False, pages: dict[str, dict] | None = None
+                    ) -> pd.DataFrame:
     """Every comparison row of the three papers (:data:`COLUMNS`), current and superseded, with their verdicts
-    at the raw p, read from the stored results of the pages (``recompute``: the pages' results computed again)."""
+    at the raw p, read from the stored results of the pages (``recompute``: the pages' results computed again;
+    ``pages``: other parameters for Paper 3's pages, :func:`paper3_rows`)."""
+    pages = _page_overrides(pages, profile)
     return pd.concat([paper1_rows(profile, recompute), paper2_rows(profile, recompute),
-                      paper3_rows(profile, recompute), combination_rows(combination_table())], ignore_index=True)
+                      paper3_rows(profile, recompute, pages), combination_rows(combination_table())],
+                     ignore_index=True)
 
 
 def adjusted(rows: pd.DataFrame) -> pd.DataFrame:
@@ -232,10 +259,12 @@ def adjusted(rows: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["comparison", "category", "paired"])
 
 
-def claims_ledger(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+def claims_ledger(profile: str = "standard", recompute: bool = False, pages: dict[str, dict] | None = None
+                  ) -> pd.DataFrame:
     """The current comparisons of the three papers (superseded runs left out: :func:`history`), with raw and
-    Benjamini-Hochberg adjusted p over the whole ledger as one family, and verdicts at the adjusted p."""
-    rows = all_comparisons(profile, recompute)
+    Benjamini-Hochberg adjusted p over the whole ledger as one family, and verdicts at the adjusted p (``pages``:
+    the same ledger with other parameters for some of Paper 3's pages, :func:`paper3_rows`)."""
+    rows = all_comparisons(profile, recompute, _page_overrides(pages, profile))
     return adjusted(rows[rows["current"].astype(bool)]).reset_index(drop=True)
 
 

@@ -1,0 +1,90 @@
+"""Would AutoRegEmbed's official input template change a ledger verdict?
+
+The book's Paper 3 pages run AutoRegEmbed with the book's input template (``template="book"``,
+:data:`repro.autoregembed.config.TEMPLATES`); the official-template check
+(:mod:`repro.autoregembed.experiments.template_check`) finds stage 1 much worse under the official template on this
+backbone. Of the pages whose AutoRegEmbed runs give the ledger its Paper 3 rows, only the data-efficiency page tests
+with training runs as units (Figure 3: the runs of each training-set size). The single-run pages (Tables 1-2, the
+ablations) give "one run per method, no verdict" under either template, the memory measurement does not depend on
+the template, and the budget-rule page's own check tests "alignment improves on compression only" under the official
+template (:func:`repro.autoregembed.experiments.template_check.alignment_under_official`).
+
+So the data-efficiency page is run again under the official template (:data:`OFFICIAL`: ``python -m
+repro.book.build --only p3_data_efficiency -p template=official``), and the whole ledger is computed again with
+those runs in place of the book's (the same tests, the same Benjamini-Hochberg family): :func:`verdicts_under`
+sets its verdicts beside the published ledger's, statement by statement. Read from the result store only.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from repro.autoregembed.experiments.configs import page_configs
+from repro.autoregembed.experiments.data_efficiency import stored_autoreg_curve
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, score_identity
+from repro.book.pages import page_parameters
+from repro.core.scoring import stored_per_task
+from repro.core.tasks import STS_TASKS
+from repro.crosspaper.ledger import claims_ledger
+from repro.crosspaper.statements import statements
+
+PAGE = "p3_data_efficiency"
+OFFICIAL = {PAGE: {"template": "official"}}  # the data-efficiency page's AutoRegEmbed runs under the official template
+RERUN = f"python -m repro.book.build --only {PAGE} -p template=official"
+COLUMNS = ["paper", "statement", "tier", "book template", "official template", "changed",
+           "other pages (book template)"]  # the last: the statement's comparisons on pages not run again
+
+
+def pending(profile: str = "standard") -> list[str]:
+    """What the store lacks of the data-efficiency page under the official template (empty: complete)."""
+    d = page_parameters(PAGE, profile, OFFICIAL[PAGE])
+    _, base = page_configs(**d)
+    todo = []
+    if "AutoRegEmbed" in d["methods"]:
+        stored = stored_autoreg_curve(base, d["sizes"], d["seeds"], d["epochs"], d["suite"], d["tasks"])
+        runs = len(d["sizes"]) * len(d["seeds"])
+        if len(stored) < runs:
+            todo.append(f"AutoRegEmbed under the official template: {len(stored)} of {runs} data-efficiency runs "
+                        "scored")
+    if "compression only" in d["references"]:
+        tasks = list(d["tasks"]) if d["tasks"] is not None else STS_TASKS
+        if len(stored_per_task(SCORES_EXPERIMENT, score_identity(base.compress), d["suite"], tasks)) < len(tasks):
+            todo.append(f"compression only under the official template on the '{d['suite']}' suite")
+    return todo
+
+
+def verdicts_under(pages: dict[str, dict] | None = None, profile: str = "standard",
+                   ledger: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The statements with a comparison on an overridden page: the published ledger's verdict (``ledger``, computed
+    if not given) beside the verdict of the same ledger with ``pages``' parameters, whether it changed, and the
+    statement's other pages (their comparisons stay as published). Empty
+    while :func:`pending` is not (``pages`` None: :data:`OFFICIAL`)."""
+    pages = OFFICIAL if pages is None else pages
+    if pages == OFFICIAL and pending(profile):
+        return pd.DataFrame(columns=COLUMNS)
+    published = statements(ledger if ledger is not None else claims_ledger(profile))
+    other = statements(claims_ledger(profile, pages=pages))
+    names = other["pages"].str.split(", ")
+    other = other[names.map(lambda found: bool(set(found) & set(pages)))].assign(**{
+        "other pages (book template)": names.map(lambda found: ", ".join(n for n in found if n not in pages))})
+    keys = ["paper", "statement"]
+    table = other.rename(columns={"verdict": "official template"}).merge(
+        published[[*keys, "verdict"]].rename(columns={"verdict": "book template"}), on=keys, how="left")
+    table["changed"] = table["book template"] != table["official template"]
+    return table[COLUMNS]
+
+
+def sentence(table: pd.DataFrame, profile: str = "standard") -> str:
+    """The answer in one sentence (without its final period): how many of the statements the data-efficiency runs
+    test change verdict under the official template, and which."""
+    if table.empty:
+        todo = pending(profile)
+        return ("the data-efficiency runs under the official template are not all stored yet (" + "; ".join(todo)
+                + f"; `{RERUN}` runs them)") if todo else "no ledger statement rests on the data-efficiency runs"
+    changed = table[table["changed"]]
+    if changed.empty:
+        return (f"with the data-efficiency runs made under the official template, none of the {len(table)} "
+                "statements they test changes verdict")
+    return (f"with the data-efficiency runs made under the official template, {len(changed)} of the {len(table)} "
+            "statements they test change verdict: " + "; ".join(
+                f"\"{r['statement']}\" {r['book template']} → {r['official template']}" for _, r in changed.iterrows()))

@@ -1,0 +1,75 @@
+"""Would AutoRegEmbed's official template change a ledger verdict: the ledger again with the data-efficiency page's
+runs under the official template, statement by statement beside the published ledger."""
+
+import pandas as pd
+import pytest
+
+from repro.crosspaper import template_sensitivity as ts
+from repro.crosspaper.ledger import claims_ledger
+from repro.crosspaper.statements import statements
+
+PAPER = "AutoRegEmbed (Deng et al., arXiv 2502.11401)"
+
+
+def _ledger(verdicts: dict[str, list[tuple[str, str]]]) -> pd.DataFrame:
+    """A ledger frame of statement -> [(page, verdict), ...] comparisons, in the columns statements() reads."""
+    rows = [{"paper": PAPER, "claim": f"{statement} [comparison {i}]", "tier": "headline", "ours": 1.0,
+             "paper (quoted)": "", "p (BH)": 0.01, "verdict": verdict, "page": page}
+            for statement, comparisons in verdicts.items() for i, (page, verdict) in enumerate(comparisons)]
+    return pd.DataFrame(rows)
+
+
+def test_the_table_sets_the_overridden_ledgers_verdicts_beside_the_published_ones(monkeypatch):
+    published = _ledger({"A beats B at every size": [(ts.PAGE, "supported"), (ts.PAGE, "supported")],
+                         "A beats C at every size": [(ts.PAGE, "inconclusive")],
+                         "alignment helps": [(ts.PAGE, "inconclusive"), ("p3_converged", "inconclusive")],
+                         "layers differ": [("p1_layers", "supported")]})
+    official = _ledger({"A beats B at every size": [(ts.PAGE, "supported"), (ts.PAGE, "contradicted")],
+                        "A beats C at every size": [(ts.PAGE, "inconclusive")],
+                        "alignment helps": [(ts.PAGE, "inconclusive"), ("p3_converged", "inconclusive")],
+                        "layers differ": [("p1_layers", "supported")]})
+    monkeypatch.setattr(ts, "pending", lambda profile="standard": [])
+    monkeypatch.setattr(ts, "claims_ledger", lambda profile="standard", pages=None: official)
+    table = ts.verdicts_under(ledger=published)
+    assert list(table["statement"]) == ["A beats B at every size", "A beats C at every size", "alignment helps"]
+    assert list(table["book template"]) == ["supported", "inconclusive", "inconclusive"]
+    assert list(table["official template"]) == ["contradicted", "inconclusive", "inconclusive"]
+    assert list(table["changed"]) == [True, False, False]
+    assert list(table["other pages (book template)"]) == ["", "", "p3_converged"]
+    assert ts.sentence(table) == ("with the data-efficiency runs made under the official template, 1 of the 3 "
+                                  "statements they test change verdict: \"A beats B at every size\" supported → "
+                                  "contradicted")
+    same = table.assign(changed=False)
+    assert ts.sentence(same).endswith("none of the 3 statements they test changes verdict")
+
+
+def test_while_the_official_runs_are_missing_the_table_is_empty_and_says_how_to_run_them(monkeypatch):
+    monkeypatch.setattr(ts, "pending", lambda profile="standard": ["AutoRegEmbed: 3 of 10 runs scored"])
+    assert ts.verdicts_under().empty
+    assert ts.sentence(ts.verdicts_under()) == (
+        "the data-efficiency runs under the official template are not all stored yet (AutoRegEmbed: 3 of 10 runs "
+        f"scored; `{ts.RERUN}` runs them)")
+
+
+def test_the_ledger_takes_other_parameters_only_for_paper_3s_pages():
+    with pytest.raises(ValueError, match="only for p3_tables"):
+        claims_ledger("standard", pages={"p1_train": {"steps": 3}})
+    with pytest.raises(TypeError, match="pages must be a dict"):
+        claims_ledger("standard", pages=["p3_data_efficiency"])
+    with pytest.raises(ValueError, match="has no parameter"):
+        claims_ledger("standard", pages={"p3_data_efficiency": {"templates": "official"}})
+
+
+def test_on_the_committed_store_the_official_runs_answer_for_the_data_efficiency_statements(monkeypatch):
+    monkeypatch.delenv("REPRO_RESULTS_DIR")  # the committed results
+    monkeypatch.setenv("REPRO_TRAINING", "refuse")  # read only: a missing result fails, never trains
+    ledger = claims_ledger("standard")
+    table = ts.verdicts_under(ledger=ledger)
+    if ts.pending():
+        assert table.empty and ts.RERUN in ts.sentence(table)
+        return
+    published = statements(ledger)
+    tested = published[published["pages"].str.contains(ts.PAGE)]
+    assert list(table["statement"]) == list(tested["statement"])  # every statement the page tests, no other
+    assert list(table["book template"]) == list(tested["verdict"])
+    assert table["official template"].ne("").all()

@@ -295,6 +295,14 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     assert set(zip(runs.model, runs.seed)) == {(converged.COMPRESSION, 0), (converged.AUTOREG, 0), (converged.AUTOREG, 1)}
     test = template_check.alignment_under_official(runs)
     assert list(test.category) == ["STS", "Retrieval"] and (test.units == "2 runs vs one fixed model").all()
+    steps = [template_check.selected_step(base, seed) for seed in (0, 1)]
+    assert None not in steps and template_check.selected_step(base, 2) is None
+    chosen = template_check.selections(base).set_index("template")["selected step"]
+    if (chosen == 0).all():  # both templates' seed 0 kept its start: the page's conclusion stands, no runs clause
+        assert "again dev-selected step 0, its start, as the book's did" in template_check.finding(base, **args)
+    else:
+        assert (f"over its 2 runs vs one fixed model (dev selected step {steps[0]} at seed 0, step {steps[1]} at seed "
+                "1; " in template_check.finding(base, **args))
     assert (test["mean second"] == runs[runs.model == converged.COMPRESSION].groupby("category").score.mean()[
         test.category].to_numpy()).all()
     assert table.loc[table.n == 1, "no difference?"].str.startswith("untestable").all()  # one task: no test

@@ -197,6 +197,13 @@ def selections(base: AlignConfig) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["template", "stopped at", "selected step", "dev at selection"])
 
 
+def selected_step(base: AlignConfig, seed: int) -> int | None:
+    """The step the official template's stage 2 at ``seed`` dev-selected (None: not trained)."""
+    configs = template_configs(base)
+    record = converged.run_record(converged.at_seed(configs["official"], int(seed))) if configs else None
+    return None if record is None else int(record["summary"]["selected_step"])
+
+
 def missing_work(base: AlignConfig, suite: str = converged.FINAL_SUITE,
                  tasks: Sequence[str] = converged.TASKS, seeds: Sequence[int] = (SEED,)) -> list[str]:
     """What the check still lacks (empty: complete)."""
@@ -321,11 +328,15 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
         dev = dev[dev.template == TEMPLATE_NAMES["official"]].set_index("step")["dev"]
         stage2 = (f"its stage 2 dev-selected step {step} (the book's: step {int(chosen[TEMPLATE_NAMES['book']])}), "
                   f"{dev[step] - dev[0]:+.2f} STS-B dev Spearman from its start ({dev[0]:.2f} to {dev[step]:.2f})")
-        test = alignment_under_official(official_runs(base, suite, tasks))
+        runs = official_runs(base, suite, tasks)
+        test = alignment_under_official(runs)
         sts = test[(test.category == "STS") & test.units.str.contains("fixed model")] if len(test) else test
         if len(sts):  # two runs or more
             r = sts.iloc[0]
-            stage2 += (f"; over its {r['units']}, alignment against compression only on STS: {r['difference']:+.2f}, "
+            seeds = sorted(int(s) for s in runs.loc[runs.model == converged.AUTOREG, "seed"].unique())
+            steps = ", ".join(f"step {selected_step(base, seed)} at seed {seed}" for seed in seeds)
+            stage2 += (f"; over its {r['units']} (dev selected {steps}; step 0 is stage 1 itself), alignment "
+                       f"against compression only on STS: {r['difference']:+.2f}, 90% CI {r['90% CI']}, "
                        f"{r['verdict at our scale']}")
     causes = []
     for name in VARIANTS:

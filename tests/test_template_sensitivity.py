@@ -73,3 +73,37 @@ def test_on_the_committed_store_the_official_runs_answer_for_the_data_efficiency
     assert list(table["statement"]) == list(tested["statement"])  # every statement the page tests, no other
     assert list(table["book template"]) == list(tested["verdict"])
     assert table["official template"].ne("").all()
+
+
+def test_the_data_efficiency_swap_reads_autoregembeds_points_of_another_configuration(monkeypatch):
+    """With its own configuration the swap gives the page's curve back exactly; another template's points are
+    either all stored or named as missing (never a partial curve)."""
+    from repro.autoregembed.experiments import data_efficiency as de
+    from repro.autoregembed.experiments.configs import page_configs
+    from repro.book.pages import page_parameters
+
+    monkeypatch.delenv("REPRO_RESULTS_DIR")  # the committed results
+    monkeypatch.setenv("REPRO_TRAINING", "refuse")
+    d = page_parameters(ts.PAGE, "standard")
+    _, base = page_configs(**d)
+    args = (d["sizes"], d["seeds"], d["epochs"])
+    curve = de.data_efficiency_scores(base, *args, d["methods"], d["suite"], d["tasks"])
+    flat = de.data_efficiency_references(base, d["references"], d["suite"], d["tasks"])
+    assert de.missing_autoreg(base, *args, d["references"], d["suite"], d["tasks"]) == []
+    same, same_flat = de.with_autoreg_of(base, curve, flat, *args, d["suite"], d["tasks"])
+    keys = ["method", "examples", "seed"]
+    pd.testing.assert_frame_equal(same.sort_values(keys).reset_index(drop=True)[[*keys, "STS average"]],
+                                  curve.sort_values(keys).reset_index(drop=True)[[*keys, "STS average"]], atol=1e-9)
+    pd.testing.assert_series_equal(same_flat, flat, atol=1e-9)
+    _, official = page_configs(**(d | {"template": "official"}))
+    todo = de.missing_autoreg(official, *args, d["references"], d["suite"], d["tasks"])
+    if todo:
+        with pytest.raises(LookupError, match="not stored"):
+            de.with_autoreg_of(official, curve, flat, *args, d["suite"], d["tasks"])
+    else:
+        swapped, swapped_flat = de.with_autoreg_of(official, curve, flat, *args, d["suite"], d["tasks"])
+        assert len(swapped) == len(curve) and swapped_flat["PromptEOL"] == flat["PromptEOL"]
+        assert swapped_flat["compression only"] != flat["compression only"]
+        baselines = swapped[swapped.method != "AutoRegEmbed"].sort_values(keys).reset_index(drop=True)
+        pd.testing.assert_frame_equal(baselines, curve[curve.method != "AutoRegEmbed"].sort_values(keys)
+                                      .reset_index(drop=True))

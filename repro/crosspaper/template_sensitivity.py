@@ -20,11 +20,8 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.autoregembed.experiments.configs import page_configs
-from repro.autoregembed.experiments.data_efficiency import stored_autoreg_curve
-from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, score_identity
+from repro.autoregembed.experiments.data_efficiency import missing_autoreg
 from repro.book.pages import page_parameters
-from repro.core.scoring import stored_per_task
-from repro.core.tasks import STS_TASKS
 from repro.crosspaper.ledger import claims_ledger
 from repro.crosspaper.statements import statements
 
@@ -39,18 +36,9 @@ def pending(profile: str = "standard") -> list[str]:
     """What the store lacks of the data-efficiency page under the official template (empty: complete)."""
     d = page_parameters(PAGE, profile, OFFICIAL[PAGE])
     _, base = page_configs(**d)
-    todo = []
-    if "AutoRegEmbed" in d["methods"]:
-        stored = stored_autoreg_curve(base, d["sizes"], d["seeds"], d["epochs"], d["suite"], d["tasks"])
-        runs = len(d["sizes"]) * len(d["seeds"])
-        if len(stored) < runs:
-            todo.append(f"AutoRegEmbed under the official template: {len(stored)} of {runs} data-efficiency runs "
-                        "scored")
-    if "compression only" in d["references"]:
-        tasks = list(d["tasks"]) if d["tasks"] is not None else STS_TASKS
-        if len(stored_per_task(SCORES_EXPERIMENT, score_identity(base.compress), d["suite"], tasks)) < len(tasks):
-            todo.append(f"compression only under the official template on the '{d['suite']}' suite")
-    return todo
+    if "AutoRegEmbed" not in d["methods"]:
+        return []
+    return missing_autoreg(base, d["sizes"], d["seeds"], d["epochs"], d["references"], d["suite"], d["tasks"])
 
 
 def verdicts_under(pages: dict[str, dict] | None = None, profile: str = "standard",

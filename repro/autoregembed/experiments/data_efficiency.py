@@ -114,3 +114,38 @@ def stored_autoreg_curve(base: AlignConfig, sizes: Sequence[int], seeds: Sequenc
             rows.append({"method": "AutoRegEmbed", "examples": size, "seed": seed, "steps": align.steps,
                          "STS average": float(sts.mean()) if len(sts) else float("nan")})
     return pd.DataFrame(rows, columns=["method", "examples", "seed", "steps", "STS average"])
+
+
+def missing_autoreg(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int], epochs: float,
+                    references: Sequence[str], suite: str = "compact", tasks: Sequence[str] | None = None) -> list[str]:
+    """What the store lacks of AutoRegEmbed's points of the curve under ``base`` and of its compression only (when
+    a reference), read only (empty: complete)."""
+    todo = []
+    stored = stored_autoreg_curve(base, sizes, seeds, epochs, suite, tasks)
+    if len(stored) < len(sizes) * len(seeds):
+        todo.append(f"AutoRegEmbed ({base.template} template): {len(stored)} of {len(sizes) * len(seeds)} "
+                    "data-efficiency runs scored")
+    if "compression only" in references:
+        tasks = list(tasks) if tasks is not None else STS_TASKS
+        if len(stored_per_task(SCORES_EXPERIMENT, score_identity(base.compress), suite, tasks)) < len(tasks):
+            todo.append(f"compression only ({base.template} template) on the '{suite}' suite")
+    return todo
+
+
+def with_autoreg_of(other: AlignConfig, curve: pd.DataFrame, flat: pd.Series, sizes: Sequence[int],
+                    seeds: Sequence[int], epochs: float, suite: str = "compact",
+                    tasks: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.Series]:
+    """``curve`` and ``flat`` with AutoRegEmbed's points and compression only taken from ``other`` (e.g. the same
+    page under the other input template; read only, complete: :func:`missing_autoreg`); the contrastive baselines
+    and the untrained references do not depend on AutoRegEmbed's configuration and stay as they are."""
+    todo = missing_autoreg(other, sizes, seeds, epochs, list(flat.index), suite, tasks)
+    if todo:
+        raise LookupError("not stored: " + "; ".join(todo))
+    points = stored_autoreg_curve(other, sizes, seeds, epochs, suite, tasks)
+    swapped = pd.concat([curve[curve.method != "AutoRegEmbed"], points], ignore_index=True)
+    references = flat.copy()
+    if "compression only" in references.index:
+        tasks = list(tasks) if tasks is not None else STS_TASKS
+        frame = task_frame(stored_per_task(SCORES_EXPERIMENT, score_identity(other.compress), suite, tasks))
+        references["compression only"] = float(frame[frame.category == "STS"]["score"].mean())
+    return swapped, references

@@ -41,20 +41,18 @@ def pending(profile: str = "standard") -> list[str]:
     return missing_autoreg(base, d["sizes"], d["seeds"], d["epochs"], d["references"], d["suite"], d["tasks"])
 
 
-def verdicts_under(pages: dict[str, dict] | None = None, profile: str = "standard",
-                   ledger: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The statements with a comparison on an overridden page: the published ledger's verdict (``ledger``, computed
-    if not given) beside the verdict of the same ledger with ``pages``' parameters, whether it changed, and the
-    statement's other pages (their comparisons stay as published). Empty
-    while :func:`pending` is not (``pages`` None: :data:`OFFICIAL`)."""
-    pages = OFFICIAL if pages is None else pages
-    if pages == OFFICIAL and pending(profile):
+def verdicts_under(profile: str = "standard", ledger: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The statements with a comparison on the data-efficiency page: the published ledger's verdict (``ledger``,
+    computed if not given) beside the verdict of the same ledger with that page's runs under the official template,
+    whether it changed, and the statement's other pages (their comparisons stay as published). Empty while
+    :func:`pending` is not."""
+    if pending(profile):
         return pd.DataFrame(columns=COLUMNS)
     published = statements(ledger if ledger is not None else claims_ledger(profile))
-    other = statements(claims_ledger(profile, pages=pages))
+    other = statements(claims_ledger(profile, pages=OFFICIAL))
     names = other["pages"].str.split(", ")
-    other = other[names.map(lambda found: bool(set(found) & set(pages)))].assign(**{
-        "other pages (book template)": names.map(lambda found: ", ".join(n for n in found if n not in pages))})
+    other = other[names.map(lambda found: PAGE in found)].assign(**{
+        "other pages (book template)": names.map(lambda found: ", ".join(n for n in found if n != PAGE))})
     keys = ["paper", "statement"]
     table = other.rename(columns={"verdict": "official template"}).merge(
         published[[*keys, "verdict"]].rename(columns={"verdict": "book template"}), on=keys, how="left")

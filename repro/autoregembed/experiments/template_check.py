@@ -51,6 +51,7 @@ BOTH_VARIANT = "official, head and tail, no BOS"  # both changes at once: do the
 VARIANTS = {CUT_VARIANT: {"cut": "head_tail"}, BOS_VARIANT: {"bos": "tokenizer"},  # one cause each, apart
             BOTH_VARIANT: {"cut": "head_tail", "bos": "tokenizer"}}  # and together
 SINGLE_CAUSES = (CUT_VARIANT, BOS_VARIANT)
+VARIANT_KEYS = {CUT_VARIANT: "cut", BOS_VARIANT: "bos", BOTH_VARIANT: "both"}  # short ids (the pages' glue names)
 TEMPLATE_NAMES = {"book": "book template", "official": "official template",
                   CUT_VARIANT: "official template, head and tail kept", BOS_VARIANT: "official template, no BOS",
                   BOTH_VARIANT: "official template, head and tail kept, no BOS"}
@@ -299,7 +300,7 @@ def _additivity(table: pd.DataFrame) -> str | None:
     single = " and ".join(f"{gain[name]:+.2f}" for name in SINGLE_CAUSES)
     return (f"One at a time the two changes gain {single} points over the official template ("
             f"{sum(gain[n] for n in SINGLE_CAUSES):+.2f} summed), together {gain[BOTH_VARIANT]:+.2f}; {REST} "
-            f"leaves {rows[BOTH_VARIANT]['− book']:+.2f} against the book's template.")
+            f"leaves {rows[BOTH_VARIANT]['− book']:+.2f} against the book's template")
 
 
 def _wilcoxon(p: float) -> str:
@@ -307,9 +308,9 @@ def _wilcoxon(p: float) -> str:
 
 
 def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS) -> str:
-    """The check's answer in one sentence: compression only under the official template against the book's (all
-    tasks, with its paired tests), which step the official template's stage 2 dev-selected, and what keeping the
-    head and tail of long training inputs does to the official template's stage 1."""
+    """The check's answer in one sentence (without its final period): compression only under the official template
+    against the book's (all tasks, with its paired tests), which step the official template's stage 2
+    dev-selected, and its runs as units against compression only; the causes: :func:`cause_findings`."""
     todo = [t for t in missing_work(base, suite, tasks) if not any(TEMPLATE_NAMES[n] + "," in t for n in VARIANTS)]
     if todo:
         return ("the official-template check has not run yet (still missing: " + "; ".join(todo) +
@@ -338,15 +339,25 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
             stage2 += (f"; over its {r['units']} (dev selected {steps}; step 0 is stage 1 itself), alignment "
                        f"against compression only on STS: {r['difference']:+.2f}, 90% CI {r['90% CI']}, "
                        f"{r['verdict at our scale']}")
-    causes = []
+    return f"under the official template, compression only scores {_versus_book(row)}, and {stage2}"
+
+
+def cause_findings(base: AlignConfig, suite: str = converged.FINAL_SUITE,
+                   tasks: Sequence[str] = converged.TASKS) -> dict[str, str]:
+    """One sentence per variant of :data:`VARIANTS`, by its short id (:data:`VARIANT_KEYS`: what the change does to
+    the official template's compression only, against the book's; "computing" while it is not scored), then
+    ``"additivity"``: whether the two causes add up (:func:`_additivity`; "computing" until all three are scored).
+    Each ends without its final period."""
+    table = template_comparison(template_scores(base, suite, tasks))
+    out = {}
     for name in VARIANTS:
         variant = _compression_row(table, name)
-        causes.append(f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}, the official template's compression only "
-                      f"scores {_versus_book(variant)}." if variant is not None else
-                      f"{CAUSES[name][:1].upper() + CAUSES[name][1:]}: computing.")
-    additivity = _additivity(table)
-    cause = " ".join(causes + ([additivity] if additivity else [])).rstrip(".")  # the page's sentence ends it
-    return f"under the official template, compression only scores {_versus_book(row)}, and {stage2}. {cause}"
+        lead = CAUSES[name][:1].upper() + CAUSES[name][1:]
+        out[VARIANT_KEYS[name]] = (f"{lead}, the official template's compression only scores {_versus_book(variant)}"
+                     if variant is not None else f"{lead}: computing")
+    out["additivity"] = _additivity(table) or ("Whether the two changes add up: computing (the stage 1 with both "
+                                               "changes is not scored yet)")
+    return out
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ def test_the_table_sets_the_overridden_ledgers_verdicts_beside_the_published_one
     assert list(table["other pages (book template)"]) == ["", "", "p3_converged"]
     assert ts.sentence(table) == ("with the data-efficiency runs made under the official template, 1 of the 3 "
                                   "statements they test change verdict: \"A beats B at every size\" supported → "
-                                  "contradicted")
+                                  "contradicted (the headline count would read 1 supported and 1 contradicted of 4 "
+                                  "tested)")
     same = table.assign(changed=False)
     assert ts.sentence(same).endswith("none of the 3 statements they test changes verdict")
 

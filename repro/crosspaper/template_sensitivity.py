@@ -23,7 +23,7 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import missing_autoreg
 from repro.book.pages import page_parameters
 from repro.crosspaper.ledger import claims_ledger
-from repro.crosspaper.statements import statements
+from repro.crosspaper.statements import statements, summary_counts
 
 PAGE = "p3_data_efficiency"
 OFFICIAL = {PAGE: {"template": "official"}}  # the data-efficiency page's AutoRegEmbed runs under the official template
@@ -50,6 +50,7 @@ def verdicts_under(profile: str = "standard", ledger: pd.DataFrame | None = None
         return pd.DataFrame(columns=COLUMNS)
     published = statements(ledger if ledger is not None else claims_ledger(profile))
     other = statements(claims_ledger(profile, pages=OFFICIAL))
+    headline = summary_counts(other[other["tier"] == "headline"].groupby("verdict").size())
     names = other["pages"].str.split(", ")
     other = other[names.map(lambda found: PAGE in found)].assign(**{
         "other pages (book template)": names.map(lambda found: ", ".join(n for n in found if n != PAGE))})
@@ -57,7 +58,9 @@ def verdicts_under(profile: str = "standard", ledger: pd.DataFrame | None = None
     table = other.rename(columns={"verdict": "official template"}).merge(
         published[[*keys, "verdict"]].rename(columns={"verdict": "book template"}), on=keys, how="left")
     table["changed"] = table["book template"] != table["official template"]
-    return table[COLUMNS]
+    table = table[COLUMNS]
+    table.attrs["headline"] = headline  # the whole ledger's headline counts under the official template
+    return table
 
 
 def sentence(table: pd.DataFrame, profile: str = "standard") -> str:
@@ -71,6 +74,10 @@ def sentence(table: pd.DataFrame, profile: str = "standard") -> str:
     if changed.empty:
         return (f"with the data-efficiency runs made under the official template, none of the {len(table)} "
                 "statements they test changes verdict")
+    counts = table.attrs.get("headline")
+    total = (f" (the headline count would read {counts['supported']} supported and {counts['contradicted']} "
+             f"contradicted of {counts['tested']} tested)" if counts else "")
     return (f"with the data-efficiency runs made under the official template, {len(changed)} of the {len(table)} "
             "statements they test change verdict: " + "; ".join(
-                f"\"{r['statement']}\" {r['book template']} → {r['official template']}" for _, r in changed.iterrows()))
+                f"\"{r['statement']}\" {r['book template']} → {r['official template']}" for _, r in changed.iterrows())
+            + total)

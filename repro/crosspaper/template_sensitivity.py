@@ -5,7 +5,7 @@ The book's Paper 3 pages run AutoRegEmbed with the book's input template (``temp
 (:mod:`repro.autoregembed.experiments.template_check`) finds stage 1 much worse under the official template on this
 backbone. The budget-rule page's own check tests its "alignment improves on compression only" under the official
 template (:func:`repro.autoregembed.experiments.template_check.alignment_under_official`; its other statement,
-against contrastive training, has one contrastive run and no verdict under either template). Of the other pages
+against contrastive training, has one training run per method and no verdict under either template). Of the other pages
 whose AutoRegEmbed runs give the ledger its Paper 3 rows, only the data-efficiency page tests with training runs as
 units (Figure 3: the runs of each training-set size): the single-run pages (Tables 1-2, the ablations) give "one run
 per method, no verdict" under either template, and the memory measurement does not depend on the template.

@@ -104,16 +104,25 @@ def stored_autoreg_curve(base: AlignConfig, sizes: Sequence[int], seeds: Sequenc
     """AutoRegEmbed's points of the data-efficiency curve (:func:`data_efficiency_scores`' rows) whose tasks are
     all stored, read only: never trains or scores. What a page needs to hold its single-seed verdicts to the
     curve's measured seed spread (:func:`repro.autoregembed.claims.seed_spread`) without running the curve."""
-    tasks = list(tasks) if tasks is not None else STS_TASKS
     rows = []
     for (size, seed), align in data_efficiency_configs(base, sizes, seeds, epochs).items():
-        found = stored_per_task(SCORES_EXPERIMENT, score_identity(align), suite, tasks)
-        if len(found) == len(tasks):
-            frame = task_frame(found)
-            sts = frame[frame.category == "STS"]["score"]
+        average = _stored_sts_average(align, suite, tasks)
+        if average is not None:
             rows.append({"method": "AutoRegEmbed", "examples": size, "seed": seed, "steps": align.steps,
-                         "STS average": float(sts.mean()) if len(sts) else float("nan")})
+                         "STS average": average})
     return pd.DataFrame(rows, columns=["method", "examples", "seed", "steps", "STS average"])
+
+
+def _stored_sts_average(config, suite: str, tasks: Sequence[str] | None) -> float | None:
+    """The STS average (x100) of a trained encoder's stored scores on ``tasks`` (every STS task if None), read
+    only; None unless every task is stored."""
+    tasks = list(tasks) if tasks is not None else STS_TASKS
+    found = stored_per_task(SCORES_EXPERIMENT, score_identity(config), suite, tasks)
+    if len(found) < len(tasks):
+        return None
+    frame = task_frame(found)
+    sts = frame[frame.category == "STS"]["score"]
+    return float(sts.mean()) if len(sts) else float("nan")
 
 
 def missing_autoreg(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int], epochs: float,
@@ -126,8 +135,7 @@ def missing_autoreg(base: AlignConfig, sizes: Sequence[int], seeds: Sequence[int
         todo.append(f"AutoRegEmbed ({base.template} template): {len(stored)} of {len(sizes) * len(seeds)} "
                     "data-efficiency runs scored")
     if "compression only" in references:
-        tasks = list(tasks) if tasks is not None else STS_TASKS
-        if len(stored_per_task(SCORES_EXPERIMENT, score_identity(base.compress), suite, tasks)) < len(tasks):
+        if _stored_sts_average(base.compress, suite, tasks) is None:
             todo.append(f"compression only ({base.template} template) on the '{suite}' suite")
     return todo
 
@@ -145,7 +153,5 @@ def with_autoreg_of(other: AlignConfig, curve: pd.DataFrame, flat: pd.Series, si
     swapped = pd.concat([curve[curve.method != "AutoRegEmbed"], points], ignore_index=True)
     references = flat.copy()
     if "compression only" in references.index:
-        tasks = list(tasks) if tasks is not None else STS_TASKS
-        frame = task_frame(stored_per_task(SCORES_EXPERIMENT, score_identity(other.compress), suite, tasks))
-        references["compression only"] = float(frame[frame.category == "STS"]["score"].mean())
+        references["compression only"] = _stored_sts_average(other.compress, suite, tasks)
     return swapped, references

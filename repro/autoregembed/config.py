@@ -91,18 +91,31 @@ class CompressConfig(StageConfig):
     """Stage 1 (information compression) of one encoder (the official code: lr 1e-5, cosine, one epoch of a 7B
     model; a 135M model in a few hundred steps needs more: see scripts/p3_stage1_lr_probe.py)."""
 
-    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation", "template", "cut", "bos")
+    ADDED_LATER: ClassVar[tuple[str, ...]] = ("data", "stopping", "accumulation", "template", "cut", "bos",
+                                              "validation_sts_pairs", "stop_signal")
 
     steps: int = 200
     lr: float = 1e-4
     max_length: int = 160  # context + instruction
     validation_examples: int = 64
+    # STS-B dev pairs of the compressed embedding at each evaluation (the budget rule's dev signal); 0 = none
+    validation_sts_pairs: int = 0
+    # what the budget rule (stopping="dev") stops and selects on: "validation_sts" (the rule's dev signal) or
+    # "validation_loss" (the held-out reconstruction loss, stage 1's own objective: repro.training.budget)
+    stop_signal: str = "validation_sts"
     data: str = "instruction"  # STAGE1_DATA: the instruction sets (T0 + self-instruct) or autoencoding Wikipedia paragraphs
 
     def __post_init__(self):
         _check_common(self)
         if self.data not in STAGE1_DATA:
             raise ValueError(f"unknown stage-1 data '{self.data}'; valid: {', '.join(STAGE1_DATA)}")
+        if isinstance(self.validation_sts_pairs, bool) or not isinstance(self.validation_sts_pairs, int) \
+                or self.validation_sts_pairs < 0:
+            raise ValueError(f"validation_sts_pairs must be an integer >= 0, got {self.validation_sts_pairs!r}")
+        if self.stop_signal not in budget.SIGNALS:
+            raise ValueError(f"unknown stop_signal '{self.stop_signal}'; valid: {', '.join(budget.SIGNALS)}")
+        if self.stopping == "dev" and self.stop_signal == budget.SIGNAL and not self.validation_sts_pairs:
+            raise ValueError("stage 1 under the budget rule needs its dev signal: set validation_sts_pairs")
 
 
 @dataclass

@@ -16,6 +16,7 @@ from repro.core.backbones import load_backbone
 from repro.core.embedder import Embedder
 from repro.core.encode import EncodeConfig
 from repro.core.inference import run_in_order
+from repro.core.packing import Packed, pack
 from repro.core.prompts import get_prompt
 from repro.core.tokenization import MAX_CHARS_PER_TOKEN, Tokenizer, bos_ids, clip_chars, eos_id, pad_id, truncate_ids
 from repro.training.data import pad_right
@@ -162,6 +163,44 @@ class AutoRegModel(nn.Module):
         out = self.lm.get_decoder()(inputs_embeds=inputs, attention_mask=full_mask, use_cache=False)
         return out.last_hidden_state[rows, cols]
 
+    def packed_memory(self, sequences: Sequence[list[int]], pad: int) -> torch.Tensor:
+        """:meth:`memory` of the token-id lists ``sequences`` from one padding-free packed forward (each text and
+        its k compression tokens side by side in rows, positions restarted, a block-diagonal causal mask:
+        :func:`repro.core.packing.pack`); the same states within float tolerance (tested)."""
+        k = self.k
+        packed = _pack_with(sequences, pad, k, after=True).to(self.compression.device)
+        rows, cols = _slots(packed, k, after=True)
+        inputs = self.lm.get_input_embeddings()(packed.ids)
+        inputs = inputs.index_put((rows, cols), self.compression.unsqueeze(0).expand(len(sequences), -1, -1))
+        out = self.lm.get_decoder()(inputs_embeds=inputs, position_ids=packed.positions,
+                                    attention_mask=packed.mask, use_cache=False)
+        return out.last_hidden_state[rows, cols]
+
+    def packed_target_log_probs(self, memory: torch.Tensor, targets: Sequence[list[int]], pad: int) -> torch.Tensor:
+        """:meth:`target_log_probs` (summed log p(target | memory) per row) from one packed decoder forward, with
+        ``lm_head`` only on the positions that predict a real target token (no padding positions)."""
+        k = memory.shape[1]
+        packed = _pack_with(targets, pad, k, after=False).to(memory.device)
+        rows, cols = _slots(packed, k, after=False)
+        lengths = packed.length - k
+        owner = torch.repeat_interleave(torch.arange(len(targets), device=memory.device), lengths)
+        offset = torch.arange(int(lengths.sum()), device=memory.device) - torch.repeat_interleave(
+            torch.cumsum(lengths, 0) - lengths, lengths)
+        width = packed.ids.shape[1]
+        # the state at position k-1+t of a sequence predicts its target token t
+        flat = packed.row[owner] * width + packed.start[owner] + k - 1 + offset
+        wanted = packed.ids.reshape(-1)[flat + 1]
+
+        def run(lm):
+            inputs = lm.get_input_embeddings()(packed.ids).index_put((rows, cols), memory)
+            hidden = lm.get_decoder()(inputs_embeds=inputs, position_ids=packed.positions,
+                                      attention_mask=packed.mask, use_cache=False).last_hidden_state
+            logits = lm.get_output_embeddings()(hidden.reshape(-1, hidden.shape[-1])[flat]).float()
+            return -F.cross_entropy(logits, wanted, reduction="none")
+
+        picked = self._decoder_call(run)
+        return torch.zeros(len(targets), dtype=picked.dtype, device=picked.device).index_add(0, owner, picked)
+
     def embed(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The inference embedding: mean of the compression states, L2-normalised."""
         return F.normalize(self.memory(ids, mask).mean(1), dim=-1)
@@ -193,6 +232,22 @@ class AutoRegModel(nn.Module):
 
     def forward(self, batch: dict) -> torch.Tensor:
         return OBJECTIVES[batch["objective"]](self, batch)
+
+
+def _pack_with(sequences: Sequence[list[int]], pad: int, k: int, after: bool) -> Packed:
+    """Each sequence with k placeholder slots after it (the encoder's compression tokens) or before it (the
+    decoder's memory), packed in rows as wide as the longest (causal)."""
+    if not sequences:
+        raise ValueError("nothing to pack")
+    slots = [pad] * k
+    filled = [list(s) + slots if after else slots + list(s) for s in sequences]
+    return pack(filled, pad, causal=True, row_tokens=max(len(s) for s in filled))
+
+
+def _slots(packed: Packed, k: int, after: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(rows, columns) [n, k] of the placeholder slots :func:`_pack_with` made."""
+    first = packed.start + packed.length - k if after else packed.start
+    return packed.row[:, None].expand(-1, k), first[:, None] + torch.arange(k, device=packed.ids.device)[None]
 
 
 def build_autoreg(config, device: str | None = None) -> AutoRegModel:

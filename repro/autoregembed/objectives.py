@@ -18,7 +18,12 @@ if TYPE_CHECKING:  # type hints only: the model dispatches to these objectives
 
 
 def compression_loss(model: AutoRegModel, batch: dict) -> torch.Tensor:
-    """Stage 1: token-mean cross-entropy of the frozen decoder reproducing the target from the memory."""
+    """Stage 1: token-mean cross-entropy of the frozen decoder reproducing the target from the memory (a batch of
+    token-id lists, ``"inputs"`` and ``"targets"``: the padding-free packed path, the same loss and gradients)."""
+    if "inputs" in batch:
+        memory = model.packed_memory(batch["inputs"], batch["pad"])
+        total = model.packed_target_log_probs(memory, batch["targets"], batch["pad"])
+        return -total.sum() / sum(len(t) for t in batch["targets"])
     memory = model.memory(batch["ids"], batch["mask"])
     total = model.target_log_probs(memory, batch["target_ids"], batch["target_mask"])
     return -total.sum() / batch["target_mask"].sum()

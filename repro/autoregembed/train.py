@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig, stage_of
+from repro.autoregembed.config import QUERY_PROMPT, TEMPLATE_SETTINGS, AlignConfig, CompressConfig, stage_of
 from repro.autoregembed.data import read_stage1, split_align
 from repro.autoregembed.model import AutoRegModel, TextIds, build_autoreg, embed_texts
 from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
@@ -74,11 +74,26 @@ def validation_reconstruction(model: AutoRegModel, texts: TextIds, rows: list[di
     return total / max(count, 1)
 
 
-def compress_batch(texts: TextIds, rows: list[dict], device) -> dict:
-    ids, mask = texts.pad_batch([texts.stage1_input(r["context"], r["instruction"]) for r in rows])
-    t_ids, t_mask = texts.pad_batch([texts.target(r["output"]) for r in rows])
+def compress_batch(texts: TextIds, rows: list[dict], device, packed: bool = False) -> dict:
+    """Stage 1's batch of ``rows``: right-padded tensors, or (``packed``) the token-id lists the padding-free
+    packed path reads (:func:`repro.autoregembed.objectives.compression_loss`; the same loss and gradients)."""
+    inputs = [texts.stage1_input(r["context"], r["instruction"]) for r in rows]
+    targets = [texts.target(r["output"]) for r in rows]
+    if packed:
+        return {"objective": "compress", "inputs": inputs, "targets": targets, "pad": texts.pad,
+                "tokens": sum(map(len, inputs)) + sum(map(len, targets))}
+    ids, mask = texts.pad_batch(inputs)
+    t_ids, t_mask = texts.pad_batch(targets)
     return {"objective": "compress", "ids": ids.to(device), "mask": mask.to(device), "target_ids": t_ids.to(device),
             "target_mask": t_mask.to(device), "tokens": int(mask.sum() + t_mask.sum())}
+
+
+def inference_embed(core: AutoRegModel, texts: TextIds, config):
+    """``items -> embeddings`` of a stage's encoder as its inference writes them (the dev signal): stage 2's
+    instruction and newline, stage 1's those of its template."""
+    settings = {name: getattr(config, name, value) for name, value in TEMPLATE_SETTINGS[config.template].items()}
+    return lambda items: embed_texts(core, texts, items, QUERY_PROMPT, settings["instruction"],
+                                     newline=config.template == "book")  # (the book's dev: training's form)
 
 
 def train_compression(config: CompressConfig, output: str | Path, progress: bool = True) -> dict:
@@ -94,11 +109,15 @@ def train_compression(config: CompressConfig, output: str | Path, progress: bool
     def step_loss(wrapped, step, rank, world):
         local = config.batch_size // world
         chosen = [train_rows[i] for i in batch_indices(len(train_rows), config.batch_size, step, config.seed)]
-        batch = compress_batch(texts, chosen[rank * local:(rank + 1) * local], accelerator.device)
+        batch = compress_batch(texts, chosen[rank * local:(rank + 1) * local], accelerator.device, packed=True)
         return wrapped(batch), batch["tokens"], config.batch_size
 
     def evaluate(core):
-        return {"validation_loss": validation_reconstruction(core, texts, held)}
+        record = {"validation_loss": validation_reconstruction(core, texts, held)}
+        if config.validation_sts_pairs:  # the budget rule's dev signal: the compressed embedding on STS-B dev
+            record["validation_sts"] = validation_sts(inference_embed(core, texts, config),
+                                                      config.validation_sts_pairs, config.seed)
+        return record
 
     run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed compression",
                        progress)
@@ -183,12 +202,9 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
                               for term, values in reference["scores"].items()}
         return wrapped(batch), batch["tokens"], config.batch_size
 
-    def embed(core):
-        return lambda items: embed_texts(core, texts, items, QUERY_PROMPT, config.instruction,
-                                         newline=config.template == "book")  # (the book's dev: training's form)
-
     def evaluate(core):
-        return {"validation_sts": validation_sts(embed(core), config.validation_sts_pairs, config.seed)}
+        return {"validation_sts": validation_sts(inference_embed(core, texts, config), config.validation_sts_pairs,
+                                                 config.seed)}
 
     run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed alignment", progress)
     return _finish(accelerator, model, config, output, run | {"initial_digest": initial_digest})

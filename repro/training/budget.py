@@ -26,6 +26,23 @@ from dataclasses import replace
 SIGNAL = "validation_sts"
 WINDOW = 0.2  # the last 20% of the cap
 MIN_GAIN = 0.5  # points of dev Spearman x100
+# AutoRegEmbed's stage 1 stops on its own objective instead (``CompressConfig.stop_signal``): the held-out
+# reconstruction loss, lower is better, a gain of at least 0.05 nats (about 1% of the loss a few hundred steps in)
+LOSS_SIGNAL = "validation_loss"
+MIN_LOSS_GAIN = 0.05
+SIGNALS = (SIGNAL, LOSS_SIGNAL)
+
+
+def _oriented(signal: str) -> tuple[float, float]:
+    """(sign that makes the signal higher-is-better, its minimum gain)."""
+    if signal not in SIGNALS:
+        raise ValueError(f"unknown stopping signal '{signal}'; valid: {', '.join(SIGNALS)}")
+    return (-1.0, MIN_LOSS_GAIN) if signal == LOSS_SIGNAL else (1.0, MIN_GAIN)
+
+
+def signal_of(config) -> str:
+    """The history key a run under the rule stops and selects on (``stop_signal`` where a config has one)."""
+    return getattr(config, "stop_signal", SIGNAL)
 DEV_PAIRS = 1500  # every STS-B dev pair
 STOPPING = ("fixed", "dev")  # "fixed": train `steps`; "dev": this rule, `steps` = the cap
 SCHEDULES = ("linear", "cosine", "constant_with_warmup")  # transformers' get_scheduler names the loop accepts
@@ -57,10 +74,11 @@ def should_stop(history: Sequence[dict], cap: int, signal: str = SIGNAL) -> bool
     points = evaluations(history, signal)
     if not points:
         return False
+    sign, gain = _oriented(signal)
     boundary = points[-1][0] - WINDOW * cap
-    before = [v for s, v in points if s <= boundary]
-    window = [v for s, v in points if s > boundary]
-    return bool(before) and bool(window) and max(window) < max(before) + MIN_GAIN
+    before = [sign * v for s, v in points if s <= boundary]
+    window = [sign * v for s, v in points if s > boundary]
+    return bool(before) and bool(window) and max(window) < max(before) + gain
 
 
 def select(history: Sequence[dict], signal: str = SIGNAL) -> tuple[int, float]:
@@ -68,8 +86,9 @@ def select(history: Sequence[dict], signal: str = SIGNAL) -> tuple[int, float]:
     points = evaluations(history, signal)
     if not points:
         raise ValueError(f"the run's history has no '{signal}' evaluation")
-    best = max(v for _, v in points)
-    return next((s, v) for s, v in points if v == best)
+    sign, _ = _oriented(signal)
+    best = max(sign * v for _, v in points)
+    return next((s, v) for s, v in points if sign * v == best)
 
 
 def grid(first: int, last: int) -> list[int]:
@@ -92,6 +111,16 @@ def snapshots_to_keep(history: Sequence[dict], every: int, cap: int, signal: str
     if points:
         keep.add(select(history, signal)[0])
     return keep
+
+
+def stage1_under_rule(config, cap: int):
+    """An AutoRegEmbed stage-1 ``config`` under the rule on its own objective: ``cap`` steps at most, constant
+    learning rate after warm-up, evaluations and checkpoints every :func:`eval_interval` steps (the held-out
+    reconstruction loss, which stops and selects, and the compressed embedding's STS-B dev Spearman on every dev
+    pair, recorded beside it)."""
+    every = eval_interval(cap)
+    return replace(config, steps=cap, stopping="dev", schedule="constant_with_warmup", eval_every=every,
+                   checkpoint_every=every, validation_sts_pairs=DEV_PAIRS, stop_signal=LOSS_SIGNAL)
 
 
 def budget_points(selected: int, evaluated: Sequence[int]) -> list[int]:

@@ -137,6 +137,7 @@ def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Pa
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
     core = accelerator.unwrap_model(model)
     by_dev = config.stopping == "dev"
+    signal = budget.signal_of(config)  # what the rule stops and selects on
 
     checkpoint = output / "checkpoint"
     history: list[dict] = []
@@ -146,7 +147,7 @@ def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Pa
         meta = load_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index,
                                config_identity(config))
         start_step, history = meta["step"], meta["history"]
-        stopped = by_dev and should_stop(history, config.steps)  # the rule, re-read from the history
+        stopped = by_dev and should_stop(history, config.steps, signal)  # the rule, re-read from the history
         counters.update({k: meta[k] for k in counters if k in meta})
         accelerator.print(f"resuming {output} at step {start_step}")
     rank, world = accelerator.process_index, accelerator.num_processes
@@ -162,7 +163,7 @@ def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Pa
         history.append({**record, **{k: counters[k] for k in ("tokens_seen", "examples_seen", "seconds",
                                                                "cpu_seconds")}})
         if by_dev and accelerator.is_main_process:
-            prune_snapshots(output, budget.snapshots_to_keep(history, config.eval_every, config.steps))
+            prune_snapshots(output, budget.snapshots_to_keep(history, config.eval_every, config.steps, signal))
 
     def save(step: int) -> None:
         accelerator.wait_for_everyone()
@@ -211,7 +212,7 @@ def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Pa
         if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
             evaluate_now(step + 1, float(loss.detach()))
             if by_dev:
-                stopped = bool(broadcast_object_list([should_stop(history, config.steps)
+                stopped = bool(broadcast_object_list([should_stop(history, config.steps, signal)
                                                       if accelerator.is_main_process else None])[0])
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps or stopped:
             save(step + 1)
@@ -224,13 +225,13 @@ def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Pa
            "train_seconds": counters["seconds"], "train_cpu_seconds": counters["cpu_seconds"],
            "eval_seconds": counters["eval_seconds"], "processes": world, "history": history}
     if by_dev:
-        chosen, signal = budget.select(history)
-        at = next(r for r in history if r["step"] == chosen and budget.SIGNAL in r)
+        chosen, value = budget.select(history, signal)
+        at = next(r for r in history if r["step"] == chosen and signal in r)
         if accelerator.is_main_process:
             load_snapshot(output, core, chosen)
         accelerator.wait_for_everyone()
         run.update({"cap": config.steps, "stopped_early": stopped, "selected_step": chosen,
-                    "selected_signal": signal, "selected_examples_seen": at["examples_seen"],
+                    "selected_signal": value, "selected_examples_seen": at["examples_seen"],
                     "selected_tokens_seen": at["tokens_seen"], "selected_train_seconds": at["seconds"],
                     "selected_train_cpu_seconds": at["cpu_seconds"]})
     return run

@@ -689,3 +689,59 @@ def test_the_filter_on_autoregembeds_encoder_scores_both_sides_from_one_run_with
     other = combinations.evaluate_autoreg_filter(suite="smoke", variant="edge/4", config=config, tasks=tasks,
                                                  progress=False)
     assert len(calls) == encoded and other["main_score"].notna().all()  # a new filter reads the cached embeddings
+
+
+@pytest.mark.parametrize("finetune", ["full", "lora"])
+def test_packed_stage1_step_has_the_padded_loss_and_gradients(tiny_dir, finetune):
+    """The padding-free packed stage-1 step (one packed encoder and one packed decoder forward, lm_head only on
+    real target positions) gives the padded step's loss and every gradient."""
+    from repro.autoregembed.data import read_instructions
+    from repro.autoregembed.train import compress_batch
+
+    config = _compress(tiny_dir, finetune=finetune, template="official", cut="head_tail", bos="tokenizer",
+                       max_length=160, target_max_length=24)
+    model = build_autoreg(config)
+    texts = TextIds.of(model.backbone.tokenizer, config)
+    rows = read_instructions()[:6]
+    results = {}
+    for packed in (False, True):
+        model.zero_grad()
+        loss = model(compress_batch(texts, rows, "cpu", packed=packed))
+        loss.backward()
+        results[packed] = loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    (padded_loss, padded_grads), (packed_loss, packed_grads) = results[False], results[True]
+    torch.testing.assert_close(packed_loss, padded_loss, atol=1e-5, rtol=1e-5)
+    assert set(packed_grads) == set(padded_grads) and "compression" in packed_grads
+    for name, grad in padded_grads.items():
+        torch.testing.assert_close(packed_grads[name], grad, atol=1e-5, rtol=1e-3)
+    # lengths differ inside the batch (else packing would test nothing)
+    lengths = {len(texts.stage1_input(r["context"], r["instruction"])) for r in rows}
+    assert len(lengths) > 1
+
+
+def test_stage1_under_the_rule_stops_on_its_loss_and_records_dev(tiny_dir, tmp_path):
+    from dataclasses import replace
+
+    from repro.autoregembed.experiments.independent import PRINCIPLED, stage1_config
+    from repro.training import budget
+
+    config = stage1_config(1, backbone=tiny_dir, cap=4)
+    assert (config.template, config.cut, config.bos) == tuple(PRINCIPLED.values())
+    assert config.stop_signal == "validation_loss" and config.schedule == "constant_with_warmup"
+    small = replace(config, eval_every=2, checkpoint_every=2, validation_sts_pairs=8, validation_examples=4,
+                    max_length=48, target_max_length=12)
+    summary = train_compression(small, tmp_path / "run", progress=False)
+    evaluated = [r for r in summary["history"] if "validation_loss" in r]
+    steps = [r["step"] for r in evaluated]
+    assert steps in ([0, 2], [0, 2, 4])
+    # it stopped early exactly when the rule, read on its held-out loss, says so
+    assert summary["stopped_early"] == (steps == [0, 2])
+    assert summary["stopped_early"] == budget.should_stop(summary["history"][:4], 4, budget.LOSS_SIGNAL)
+    assert all(math.isfinite(r["validation_sts"]) for r in evaluated)
+    best = min(evaluated, key=lambda r: r["validation_loss"])
+    assert summary["selected_step"] == best["step"] and summary["selected_signal"] == best["validation_loss"]
+    # seeds are independent stage 1s: distinct data order, distinct weights
+    assert stage1_config(0, backbone=tiny_dir, cap=4) != config
+    with pytest.raises(ValueError, match="stop_signal"):
+        replace(config, stop_signal="dev_loss")
+    assert budget.signal_of(config) == budget.LOSS_SIGNAL

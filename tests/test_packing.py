@@ -69,6 +69,21 @@ def test_packed_forward_gives_the_padded_embeddings_and_gradients(arch, number):
         torch.testing.assert_close(gb[name], ga[name], atol=1e-10, rtol=1e-9, msg=name)
 
 
+def test_budget_rule_on_a_loss_stops_when_it_no_longer_falls():
+    def history(values, every=30):
+        return [{"step": i * every, "validation_loss": v} for i, v in enumerate(values)]
+
+    cap = 600  # window: the last 120 steps; a loss must fall by at least MIN_LOSS_GAIN below the best before it
+    falling = history([11.8, 8.0, 6.0, 5.5, 5.2, 5.0])
+    assert not budget.should_stop(falling, cap, budget.LOSS_SIGNAL)
+    flat = history([11.8, 8.0, 6.0, 5.5, 5.2, 5.17, 5.19, 5.16, 5.18])  # (120, 240] best 5.16 > 5.2 - 0.05
+    assert budget.should_stop(flat, cap, budget.LOSS_SIGNAL)
+    assert budget.select(flat, budget.LOSS_SIGNAL) == (210, 5.16)  # the lowest loss
+    assert not budget.should_stop(history([11.8, 8.0, 6.0, 5.5, 5.2, 5.17, 5.19, 5.16, 5.14]), cap, budget.LOSS_SIGNAL)
+    with pytest.raises(ValueError, match="unknown stopping signal"):
+        budget.should_stop(flat, cap, "train_loss")
+
+
 def test_budget_rule_stops_on_a_flat_dev_signal_and_selects_the_earliest_best():
     def history(values, every=30):
         return [{"step": i * every, "validation_sts": v} for i, v in enumerate(values)]

@@ -71,10 +71,10 @@ def evaluations(history: Sequence[dict], signal: str = SIGNAL) -> list[tuple[int
 def should_stop(history: Sequence[dict], cap: int, signal: str = SIGNAL) -> bool:
     """The stopping rule on the evaluations so far (the last one is the current step) of a run capped at
     ``cap`` steps."""
+    sign, gain = _oriented(signal)
     points = evaluations(history, signal)
     if not points:
         return False
-    sign, gain = _oriented(signal)
     boundary = points[-1][0] - WINDOW * cap
     before = [sign * v for s, v in points if s <= boundary]
     window = [sign * v for s, v in points if s > boundary]
@@ -83,10 +83,10 @@ def should_stop(history: Sequence[dict], cap: int, signal: str = SIGNAL) -> bool
 
 def select(history: Sequence[dict], signal: str = SIGNAL) -> tuple[int, float]:
     """The dev-selected step and its signal (the earliest of the best)."""
+    sign, _ = _oriented(signal)
     points = evaluations(history, signal)
     if not points:
         raise ValueError(f"the run's history has no '{signal}' evaluation")
-    sign, _ = _oriented(signal)
     best = max(sign * v for _, v in points)
     return next((s, v) for s, v in points if sign * v == best)
 

@@ -32,8 +32,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from repro.autoregembed import train as ar_train
-from repro.autoregembed.config import CompressConfig
+from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.autoregembed.data import read_stage1
+from repro.autoregembed.experiments import converged, search
+from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.store.runs import ensure_trained
 from repro.training import budget
 
@@ -42,6 +44,7 @@ SEEDS = (0, 1, 2)
 BATCH = 8  # the book's stage-1 batch (the paper: 32); lr 1e-4 from the stage-1 learning-rate probe
 STAGE1_CAP = 600  # steps (Paper 1's cap): what one session's run finishes (the paper: 2 epochs, stage1_cap(2))
 VALIDATION_EXAMPLES = 64
+ALIGN_LR = 5e-6  # the official code's stage-2 learning rate (fidelity; the paper's 7B runs)
 STAGE1_DEV_PAIRS = 500  # STS-B dev pairs of the recorded dev curve (it selects nothing; all 1,500 cost 4 min a point)
 
 
@@ -62,17 +65,46 @@ def stage1_config(seed: int, backbone: str = "smollm2-135m", cap: int | None = N
     return replace(config, validation_sts_pairs=STAGE1_DEV_PAIRS)
 
 
-def train_stage1(seeds: Sequence[int], backbone: str = "smollm2-135m") -> None:
+def stage2_config(seed: int, backbone: str = "smollm2-135m", template: dict | None = None) -> AlignConfig:
+    """Stage 2 of seed ``seed``, from that seed's stage 1 only, under the budget rule with the cap, data and batch
+    of the budget-rule page's search (:mod:`.search`: 300 steps of 8 from MEDI-NLI and SNLI, the same as its
+    contrastive baselines), the official code's learning rate, one fused encoder and decoder call a step."""
+    stage1 = stage1_config(seed, backbone, template=template)
+    align = AlignConfig(compress=stage1, backbone=backbone, batch_size=BATCH, lr=ALIGN_LR, warmup_steps=10,
+                        validation_triplets=300, data=search.DATA, fused=True, seed=seed, template=stage1.template,
+                        cut=stage1.cut, bos=stage1.bos)
+    return budget.under_budget_rule(align, search.CAP)
+
+
+STAGES = ("stage1", "stage2", "scores")
+
+
+def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "smollm2-135m") -> None:
+    """Train (or resume) each seed's chain, stage by stage, and score it on the budget-rule page's final suite
+    and tasks: compression only from the seed's stage 1, and its stage 2 unless that dev-selected its start (then
+    it *is* its stage 1)."""
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown stage(s) {sorted(unknown)}; valid: {', '.join(STAGES)}")
     for seed in seeds:
-        ensure_trained(ar_train.run_spec(stage1_config(seed, backbone)))
+        align = stage2_config(seed, backbone)
+        if "stage1" in stages:
+            ensure_trained(ar_train.run_spec(align.compress))
+        if "stage2" in stages:
+            ensure_trained(ar_train.run_spec(align))
+        if "scores" in stages:
+            evaluate_autoreg(align.compress, converged.FINAL_SUITE, converged.TASKS, converged.EVAL_MAX_LENGTH)
+            if not converged.selects_start(align):
+                evaluate_autoreg(align, converged.FINAL_SUITE, converged.TASKS, converged.EVAL_MAX_LENGTH)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
     parser.add_argument("--backbone", default="smollm2-135m")
     args = parser.parse_args(argv)
-    train_stage1(args.seeds, args.backbone)
+    run(args.seeds, args.stages, args.backbone)
 
 
 if __name__ == "__main__":

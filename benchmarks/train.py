@@ -19,7 +19,16 @@ p(d+|q), p(d-|q) and p(d+|d+); full fine-tuning, batch 8, as the book trains it)
 step's seconds, the forward-only seconds of each pass it needs on the same batch, and the step in
 encoder-forward-equivalents of its tokens (encoder inputs + decoder targets), divided by its number of passes.
 
+An **AutoRegEmbed stage-1 step** (reconstruction: one encoder pass over context + instruction + k compression
+tokens, one frozen-decoder pass over the k memory states + the target; full fine-tuning, batch 8, 160 tokens, the
+principled template) is measured padded (the earlier path: every row padded to the batch's longest input and
+target, lm_head on every target position) and packed (padding-free rows, lm_head on real target positions only;
+the same loss and gradients, ``tests/test_autoregembed.py``), in encoder-forward-equivalents of its tokens (the
+floor for a forward and a backward of the encoder plus a forward and an input-gradient backward of the frozen
+decoder is about 3).
+
     python benchmarks/train.py --models 1 5 --batch-size 16 --batches 6
+    python benchmarks/train.py --models --no-autoreg --stage1 --batches 4   # the stage-1 step only
 """
 
 from __future__ import annotations
@@ -146,16 +155,79 @@ def measure_autoreg(rows: list[list[dict]], repeats: int, fused: bool = False) -
             "backbone": model.backbone}
 
 
+def measure_stage1(rows: list[list[dict]], repeats: int, packed: bool) -> dict:
+    """Seconds of stage-1 training steps (forward, backward, AdamW) and of their no-gradient forward, on the same
+    batches, padded or packed."""
+    from repro.autoregembed.experiments.independent import stage1_config
+    from repro.autoregembed.train import compress_batch
+
+    config = stage1_config(0)
+    model = build_autoreg(config)
+    texts = TextIds.of(model.backbone.tokenizer, config)
+    optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr)
+    batches = [compress_batch(texts, chunk, "cpu", packed=packed) for chunk in rows]
+
+    def training():
+        model.train()
+        for batch in batches:
+            model(batch).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+    def forward_only():
+        model.eval()
+        with torch.no_grad():
+            for batch in batches:
+                model(batch)
+
+    forward_only()  # warm-up
+    forward = min(timed(forward_only) for _ in range(repeats))
+    train = min(timed(training) for _ in range(repeats))
+    k = config.compression_tokens
+    real = sum(len(texts.stage1_input(r["context"], r["instruction"])) + len(texts.target(r["output"])) + 2 * k
+               for chunk in rows for r in chunk)
+    computed = sum(int(b["mask"].numel() + b["target_mask"].numel()) + 2 * k * b["mask"].shape[0]
+                   for b in batches) if not packed else real
+    return {"train": train, "forward": forward, "tokens": real, "computed": computed, "backbone": model.backbone,
+            "texts": [r["context"] for chunk in rows for r in chunk]}
+
+
+def report_stage1(batches: int, repeats: int) -> None:
+    from repro.autoregembed.data import read_stage1
+
+    stage1 = read_stage1()[64:]
+    rows = [[stage1[i] for i in batch_indices(len(stage1), 8, step, 0)] for step in range(batches)]
+    print(f"AutoRegEmbed stage 1 (full fine-tuning, batch 8, 160 tokens, k 5), {batches} steps, best of {repeats}:")
+    print(f"  {'path':<48} {'step s':>7} {'fwd s':>6} {'step/fwd':>8} {'train tok/s':>11} {'computed/real':>13} "
+          f"{'encoder-fwd-eq':>14}")
+    encode_rate, earlier = None, None
+    for label, packed in (("padded (earlier)", False), ("packed, lm_head on real targets only", True)):
+        m = measure_stage1(rows, repeats, packed)
+        if encode_rate is None:
+            encoded = encode_seconds(m["backbone"], m["texts"], 160, repeats)
+            encode_rate = sum(min(len(m["backbone"].tokenizer(t).input_ids), 160) for t in m["texts"]) / encoded
+        step = m["train"] / batches
+        print(f"  {label:<48} {step:>7.2f} {m['forward'] / batches:>6.2f} {m['train'] / m['forward']:>8.2f} "
+              f"{m['tokens'] / m['train']:>11.1f} {m['computed'] / m['tokens']:>13.2f} "
+              f"{m['train'] * encode_rate / m['tokens']:>14.2f}")
+        earlier = earlier or step
+        del m
+    print(f"  encode (repro.encode, same contexts): {encode_rate:.1f} tok/s | packed step = {step / earlier:.2f}x "
+          f"the padded step's seconds ({earlier / step:.2f}x faster)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backbone", default="smollm2-135m")
-    parser.add_argument("--models", nargs="+", type=int, default=[1, 5])
+    parser.add_argument("--models", nargs="*", type=int, default=[1, 5])
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--batches", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2, help="best of this many timings")
     parser.add_argument("--autoreg", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure an AutoRegEmbed stage-2 step per pass")
+    parser.add_argument("--stage1", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure an AutoRegEmbed stage-1 step, padded and packed")
     args = parser.parse_args(argv)
     print(f"{args.backbone}: {args.batches} batches x {args.batch_size} triplets (max_length {args.max_length}), "
           f"{torch.get_num_threads()} threads; tok/s count real tokens only; best of {args.repeats}")
@@ -203,6 +275,8 @@ def main(argv=None):
             print(f"  training {tokens / m['train']:.1f} tok/s | encode {encode_rate:.1f} tok/s | step = "
                   f"{equivalents:.2f} encoder-forward-equivalents = {equivalents / passes:.2f} per pass")
             del m
+    if args.stage1:
+        report_stage1(args.batches, args.repeats)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,8 @@ def test_stored_scores_export_to_mtebs_result_format_and_the_harness_check_passe
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))  # the committed scores, read only
     folder = export_reference(tmp_path / "cache")
-    assert (folder / "model_meta.json").is_file() and "| BIOSSES | " + LEADERBOARD + " |" in (folder / "README.md").read_text()
+    assert (folder / "model_meta.json").is_file() and ("| BIOSSES | MTEB's own | exactly MTEB's data, uncapped | "
+                                                     + LEADERBOARD + " |") in (folder / "README.md").read_text()
     loaded = {task: score for (model, task), score in read_back(tmp_path / "cache").items() if model == REFERENCE_MODEL}
     assert set(loaded) == set(PUBLISHED)  # every STS task, through mteb's loader
     for task, score in loaded.items():
@@ -106,3 +107,44 @@ def test_stored_scores_export_to_mtebs_result_format_and_the_harness_check_passe
     assert comparability("STS17", "full") == LEADERBOARD + " (note: en-en subset only)"
     assert "capped 'compact' suite" in comparability("SciFact", "compact")
     assert "NOT comparable with MTEB's NFCorpus" in comparability("NFCorpusPreprocessed", "full")
+
+
+def test_exported_results_carry_mtebs_revision_only_for_exactly_mtebs_uncapped_data(tmp_path, monkeypatch):
+    """A recipe exported on `compact` (every task capped, some approximate) carries the book's revision in every
+    file; the harness's reference on `full` keeps MTEB's revision on the exact STS sets; mteb.ResultCache loads all."""
+    import json
+
+    from repro.core.mteb_results import dataset_revision, read_back
+    from repro.core.tasks import TASKS, data_fingerprint, suite_task
+    from repro.recipes.mteb_format import REFERENCE_MODEL, export_recipe, export_reference
+    from repro.store.paths import REPO_ROOT
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))  # the committed scores, read only
+    offline = {source.mteb_name or name: name for name, source in TASKS.items()}  # file name -> offline task
+    recipe = "smollm2-135m/prompteol+edge/2"
+    folder = export_recipe(recipe, tmp_path / "compact")
+    files = sorted(p for p in folder.glob("*.json") if p.name != "model_meta.json")
+    assert len(files) == 19
+    for path in files:
+        task, revision = offline[path.stem], json.loads(path.read_text())["dataset_revision"]
+        mtebs = suite_task(task, "compact").metadata.dataset["revision"]
+        assert revision != mtebs and revision.startswith(f"repro-compact-{data_fingerprint(task)}-capped"), path
+        assert revision.endswith("-approximate") == (not TASKS[task].matches_mteb.startswith("exact")), path
+    assert len([k for k in read_back(tmp_path / "compact") if k[0] == f"repro/{recipe}"]) == 19
+    readme = (folder / "README.md").read_text()
+    assert "| ArguAna | `repro-compact-" in readme and "capped-approximate` |" in readme
+
+    reference = export_reference(tmp_path / "full")
+    for path in reference.glob("*.json"):
+        if path.name == "model_meta.json":
+            continue
+        task, revision = offline[path.stem], json.loads(path.read_text())["dataset_revision"]
+        if TASKS[task].matches_mteb.startswith("exact"):  # the exact STS sets: MTEB's own revision
+            assert revision == suite_task(task, "full").metadata.dataset["revision"], task
+        else:
+            assert revision.startswith("repro-full-") and revision.endswith("-approximate"), task
+    assert len([k for k in read_back(tmp_path / "full") if k[0] == REFERENCE_MODEL]) >= 7
+    assert dataset_revision("STS12", "full") is None and dataset_revision("NFCorpusPreprocessed", "full").endswith(
+        "-approximate")
+    with pytest.raises(ValueError, match="not an offline task"):
+        dataset_revision("NoSuchTask", "compact")

@@ -5,14 +5,20 @@ layout of ``mteb.ResultCache`` (``results/<model>/<revision>/<task>.json`` besid
 Only what the result store keeps is exported: each task's main score per split and subset, and its evaluation time.
 Each task says whether it is comparable with MTEB's public leaderboard (a table in the ``README.md`` beside the
 results): only a task that matches MTEB exactly (``matches_mteb`` of the task table), scored on the uncapped ``full``
-suite, is; the others say why not (a capped suite, a rebuilt corpus, a subset of the languages)."""
+suite, is; the others say why not (a capped suite, a rebuilt corpus, a subset of the languages).
+
+The same mark is machine-readable, in each result's ``dataset_revision`` (:func:`dataset_revision`): MTEB's own
+revision of the task only for exact data on the uncapped ``full`` suite; any other result names the book's data,
+``repro-<suite>-<data digest>-<capped|approximate|capped-approximate>``, so that mteb's tooling, a results
+repository or a leaderboard that reads the JSON never takes it for the real task."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from repro.core.tasks import TASKS, suite_task
+from repro.core.suites import ONLINE_SUITES
+from repro.core.tasks import TASKS, data_fingerprint, suite_task
 from repro.store.atomic import atomic_path, write_json
 
 LEADERBOARD = "comparable with MTEB's public leaderboard"
@@ -32,6 +38,28 @@ def comparability(task: str, suite: str) -> str:
     return LEADERBOARD + (f" (note: {note})" if note else "")
 
 
+def exact_data(task: str, suite: str) -> bool:
+    """Whether a score of ``task`` on ``suite`` was computed on exactly MTEB's data: the real MTEB task (an online
+    suite), or an offline task the data README lists as exact, uncapped (the ``full`` suite)."""
+    if suite in ONLINE_SUITES:
+        return True
+    return task in TASKS and TASKS[task].matches_mteb.startswith("exact") and suite == "full"
+
+
+def dataset_revision(task: str, suite: str) -> str | None:
+    """The ``dataset_revision`` an exported result of ``task`` on ``suite`` carries: None (keep MTEB's own) for
+    exactly MTEB's data (:func:`exact_data`), else ``repro-<suite>-<digest>-<kind>`` with the digest of the task's
+    offline files (:func:`repro.core.tasks.data_fingerprint`) and the kind ``capped`` (a capped suite),
+    ``approximate`` (data that differ from MTEB's) or ``capped-approximate`` (both)."""
+    if exact_data(task, suite):
+        return None
+    if task not in TASKS:
+        raise ValueError(f"'{task}' is not an offline task of the book; valid: {', '.join(TASKS)}")
+    kinds = (["capped"] if suite != "full" else []) + ([] if TASKS[task].matches_mteb.startswith("exact")
+                                                        else ["approximate"])
+    return f"repro-{suite}-{data_fingerprint(task)}-{'-'.join(kinds)}"
+
+
 def task_result(task: str, rows: Iterable[dict], suite: str):
     """One task's stored rows (``split``, ``subset``, ``main_score``, ``evaluation_time``) as an mteb TaskResult."""
     from mteb import TaskResult  # (the reading pages never import mteb)
@@ -45,7 +73,11 @@ def task_result(task: str, rows: Iterable[dict], suite: str):
         scores.setdefault(row.get("split", "test"), {})[subset] = {
             "main_score": float(row["main_score"]), "hf_subset": subset, "languages": ["eng-Latn"]}
     seconds = float(sum(row.get("evaluation_time") or 0.0 for row in rows))
-    return TaskResult.from_task_results(suite_task(task, suite), scores, seconds)
+    result = TaskResult.from_task_results(suite_task(task, suite), scores, seconds)
+    ours = dataset_revision(task, suite)
+    if ours is not None:  # the book's data, never MTEB's revision for data that differ
+        result.dataset_revision = ours
+    return result
 
 
 def write_result_cache(tasks: dict[str, list[dict]], folder: str | Path, model_name: str, revision: str,
@@ -72,11 +104,29 @@ def write_result_cache(tasks: dict[str, list[dict]], folder: str | Path, model_n
             "training_datasets": None, "loader": None}
     write_json(target / "model_meta.json", meta)
     lines = [f"# {model_name} at {revision}", "", f"Exported by repro from {about or 'its result store'}, suite "
-             f"'{suite}': each task's main score only.", "", "| task | comparable with MTEB's public leaderboard? |",
-             "|---|---|", *[f"| {t} | {comparability(t, suite)} |" for t in sorted(tasks)], ""]
+             f"'{suite}': each task's main score only.", "",
+             "Each result's `dataset_revision` says whose data it was computed on: MTEB's own revision only for "
+             "exactly MTEB's data on the uncapped `full` suite; otherwise `repro-<suite>-<data digest>-<kind>`, the "
+             "book's data (kind: `capped`, `approximate` or `capped-approximate`).", "",
+             "| task | dataset_revision | why | comparable with MTEB's public leaderboard? |", "|---|---|---|---|",
+             *[f"| {t} | {_revision_cell(t, suite)} | {_revision_reason(t, suite)} | {comparability(t, suite)} |"
+               for t in sorted(tasks)], ""]
     with atomic_path(target / "README.md") as tmp:  # not JSON: mteb's loader reads every JSON file as a result
         tmp.write_text("\n".join(lines))
     return target
+
+
+def _revision_cell(task: str, suite: str) -> str:
+    ours = dataset_revision(task, suite)
+    return f"`{ours}`" if ours else "MTEB's own"
+
+
+def _revision_reason(task: str, suite: str) -> str:
+    if exact_data(task, suite):
+        return "exactly MTEB's data, uncapped"
+    reasons = ([f"capped '{suite}' suite"] if suite != "full" else []) + (
+        [] if TASKS[task].matches_mteb.startswith("exact") else ["the data differ from MTEB's"])
+    return "; ".join(reasons)
 
 
 def read_back(folder: str | Path) -> dict[tuple[str, str], float]:
@@ -101,4 +151,5 @@ def stored_rows(records: Iterable[dict], variant: str | None = None) -> dict[str
     return out
 
 
-__all__ = ["LEADERBOARD", "comparability", "read_back", "stored_rows", "task_result", "write_result_cache"]
+__all__ = ["LEADERBOARD", "comparability", "dataset_revision", "exact_data", "read_back", "stored_rows", "task_result",
+           "write_result_cache"]

@@ -3,6 +3,12 @@ harness's MiniLM scores or any recipe's, so that mteb's tooling reads them and t
 
     repro export-results --reference --output mteb-results             # all-MiniLM-L6-v2 through the harness
     repro export-results --recipe smollm2-135m/prompteol+edge/2 --suite compact --output mteb-results
+
+Each result's dataset_revision says whose data it was computed on. It is MTEB's own revision of the task only
+where the data are exactly MTEB's and uncapped (the full suite, on a task the data README lists as exact). Every
+other result carries repro-<suite>-<data digest>-<kind>: the book's data, with kind "capped" (a capped suite such
+as compact), "approximate" (data that differ from MTEB's, e.g. ArguAna's rebuilt corpus) or "capped-approximate".
+Such a score is not comparable with MTEB's published ones; the README.md beside the files says why, per task.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pandas as pd
+
 from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.autoregembed.data import read_stage1
@@ -109,3 +111,78 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ----- read from the result store only (the pages) -----
+
+def stored_chain(seed: int, backbone: str = "smollm2-135m") -> dict:
+    """Seed ``seed``'s stored records: ``stage1`` and ``stage2`` (training records or None), and the stage-1
+    weights digest stage 2 started from."""
+    align = stage2_config(seed, backbone)
+    stage1, stage2 = converged.run_record(align.compress), converged.run_record(align)
+    return {"stage1": stage1, "stage2": stage2,
+            "start_digest": None if stage2 is None else stage2["summary"].get("initial_digest")}
+
+
+def stage1_curves(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m") -> pd.DataFrame:
+    """The evaluations of every stored stage-1 seed: seed, step, examples seen, held-out reconstruction loss and the
+    compressed embedding's STS-B dev Spearman (x100), and whether the step is the run's selected one."""
+    rows = []
+    for seed in seeds:
+        record = stored_chain(seed, backbone)["stage1"]
+        if record is None:
+            continue
+        selected = record["summary"]["selected_step"]
+        rows += [{"seed": seed, "step": r["step"], "examples": r["examples_seen"],
+                  "validation_loss": r["validation_loss"], "validation_sts": r.get("validation_sts"),
+                  "selected": r["step"] == selected}
+                 for r in record["rows"] if r.get("validation_loss") is not None]
+    return pd.DataFrame(rows, columns=["seed", "step", "examples", "validation_loss", "validation_sts", "selected"])
+
+
+def chain_table(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m") -> pd.DataFrame:
+    """One row per seed: where its stage 1 stopped and what it selected (held-out loss and dev STS at step 0 and at
+    the selected step), and its stage 2's stopping, selected step and dev signal (blank while not stored)."""
+    out = []
+    for seed in seeds:
+        chain = stored_chain(seed, backbone)
+        row = {"seed": seed}
+        if chain["stage1"] is not None:
+            s, history = chain["stage1"]["summary"], chain["stage1"]["rows"]
+            start = next(r for r in history if r["step"] == 0 and r.get("validation_loss") is not None)
+            at = next(r for r in history if r["step"] == s["selected_step"] and r.get("validation_loss") is not None)
+            row.update({"stage 1 stopped at": s["steps"], "stage 1 early stop": s["stopped_early"],
+                        "stage 1 selected step": s["selected_step"], "examples (stage 1)": s["selected_examples_seen"],
+                        "loss at 0": start["validation_loss"], "loss selected": at["validation_loss"],
+                        "dev STS at 0": start.get("validation_sts"), "dev STS selected": at.get("validation_sts")})
+        if chain["stage2"] is not None:
+            s = chain["stage2"]["summary"]
+            row.update({"stage 2 stopped at": s["steps"], "stage 2 selected step": s["selected_step"],
+                        "stage 2 dev selected": s["selected_signal"]})
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def finding(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m") -> str:
+    """What the stored independent chains say, in words: how many are stored, how each seed's stage 1 ended under
+    the rule (held-out loss and dev STS from step 0 to the selected step) and whether its stage 2 was adopted."""
+    table = chain_table(seeds, backbone)
+    done = table[table["stage 1 selected step"].notna()] if "stage 1 selected step" in table else table.iloc[:0]
+    if not len(done):
+        return (f"no independent chain is stored yet (0 of {len(seeds)} seeds; command: python -m "
+                "repro.autoregembed.experiments.independent --seeds " + " ".join(map(str, seeds)) + ")")
+    parts = []
+    for _, r in done.iterrows():
+        stop = (f"stopped by the rule at step {int(r['stage 1 stopped at'])}" if r["stage 1 early stop"]
+                else f"reached the {int(r['stage 1 stopped at'])}-step cap")
+        text = (f"seed {int(r['seed'])}'s stage 1 {stop}; at its selected step {int(r['stage 1 selected step'])} the "
+                f"held-out reconstruction loss is {r['loss selected']:.2f} (step 0: {r['loss at 0']:.2f}) and the "
+                f"compressed embedding's STS-B dev is {r['dev STS selected']:.2f} (step 0: {r['dev STS at 0']:.2f})")
+        if pd.notna(r.get("stage 2 selected step", float("nan"))):
+            step = int(r["stage 2 selected step"])
+            text += ("; its stage 2 dev-selected its start (step 0): not adopted" if step == 0 else
+                     f"; its stage 2 dev-selected step {step} (dev {r['stage 2 dev selected']:.2f}): adopted")
+        else:
+            text += "; its stage 2 is not stored"
+        parts.append(text)
+    return f"{len(done)} of {len(seeds)} independent seeds are stored: " + "; ".join(parts)

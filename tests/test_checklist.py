@@ -21,3 +21,33 @@ def test_every_checklist_claim_has_a_ledger_verdict_or_a_reason(monkeypatch):
         listed = table[table["paper"] == number]["statement"]
         for statement in ledger[ledger["paper"] == PAPERS[number]]["statement"]:
             assert any(statement.startswith(s) for s in listed), statement
+
+
+def test_paper3_verdicts_rest_on_three_independent_runs_a_side(monkeypatch):
+    """One testability rule for Paper 3 (runs that share a stage 1 are one run): on the committed store, every Paper 3
+    comparison with a verdict has at least 3 independent runs on each trained side, and a fixed side is a
+    training-free model; the budget-rule page's AutoRegEmbed runs are counted by the stage-1 weights they start from."""
+    import re
+
+    from repro.autoregembed.experiments import converged
+    from repro.autoregembed.experiments.search import base_config
+    from repro.core.verdicts import MIN_RUNS, is_tested
+    from repro.crosspaper.ledger import paper3_rows
+
+    monkeypatch.delenv("REPRO_RESULTS_DIR", raising=False)  # the committed results
+    monkeypatch.setenv("REPRO_TRAINING", "refuse")
+    rows = paper3_rows("standard")
+    tested = rows[rows["verdict at our scale"].map(is_tested) & rows["units"].fillna("").str.contains("run")]
+    for _, row in tested.iterrows():
+        units = row["units"]
+        if "fixed model" in units:
+            assert int(re.match(r"(\d+) runs", units).group(1)) >= MIN_RUNS, row.to_dict()
+            assert "PromptEOL" in row["comparison"], row.to_dict()  # only a training-free model is fixed
+        else:
+            first, second = map(int, re.match(r"(\d+) vs (\d+) runs", units).groups())
+            assert min(first, second) >= MIN_RUNS, row.to_dict()
+    frame, _ = converged.final_scores(base_config("smollm2-135m"))
+    digests = converged.stage1_digests(base_config("smollm2-135m"))
+    autoreg = frame[frame.model == converged.AUTOREG]
+    for seed, unit in autoreg.groupby("seed")["unit"].first().items():
+        assert unit == f"stage 1 {digests[seed]}"  # seeds that share a stage 1 share a unit: one run

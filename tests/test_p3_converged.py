@@ -16,6 +16,7 @@ from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_au
 from repro.autoregembed.train import load_encoder, run_spec
 from repro.core.scoring import stored_per_task, task_params
 from repro.core.seeds import seed_spread, seeded_claims
+from repro.core.verdicts import ONE_RUN
 from repro.store.fingerprint import weights_digest
 from repro.store.results import result_path
 from repro.store.runs import ensure_trained
@@ -299,15 +300,18 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     runs = template_check.official_runs(base, seeds=(0, 1), **args)
     assert set(zip(runs.model, runs.seed)) == {(converged.COMPRESSION, 0), (converged.AUTOREG, 0), (converged.AUTOREG, 1)}
     test = template_check.alignment_under_official(runs)
-    assert list(test.category) == ["STS", "Retrieval"] and (test.units == "2 runs vs one fixed model").all()
+    assert list(test.category) == ["STS", "Retrieval"]  # two seeds from one stage 1: one independent run a side
+    assert (test.units == "2 stage-2 seeds from one stage 1 vs that stage 1 (one independent run a side)").all()
+    assert (test["verdict at our scale"] == ONE_RUN).all()
     steps = [template_check.selected_step(base, seed) for seed in (0, 1)]
     assert None not in steps and template_check.selected_step(base, 2) is None
     chosen = template_check.selections(base).set_index("template")["selected step"]
     if (chosen == 0).all():  # both templates' seed 0 kept its start: the page's conclusion stands, no runs clause
         assert "again dev-selected step 0, its start, as the book's did" in template_check.finding(base, **args)
     else:
-        assert (f"over its 2 runs vs one fixed model (dev selected step {steps[0]} at seed 0, step {steps[1]} at seed "
+        assert (f"over its 2 stage-2 seeds (dev selected step {steps[0]} at seed 0, step {steps[1]} at seed "
                 "1; " in template_check.finding(base, **args))
+        assert "no verdict: every seed starts from the one stage 1" in template_check.finding(base, **args)
     assert (test["mean second"] == runs[runs.model == converged.COMPRESSION].groupby("category").score.mean()[
         test.category].to_numpy()).all()
     assert table.loc[table.n == 1, "no difference?"].str.startswith("untestable").all()  # one task: no test

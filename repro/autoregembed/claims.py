@@ -26,8 +26,10 @@ ALIGNMENT = "alignment improves on compression only (Tables 1-2: 83.24 vs 73.90)
 BEATS_CONTRASTIVE = "AutoRegEmbed beats contrastive training on the same data (Tables 1-2: 83.24 vs 81.53)"
 BEATS_PROMPTS = "AutoRegEmbed beats training-free prompt methods (PromptEOL; Tables 1-2)"
 MEMORY = "alignment (B comparisons) is more memory-efficient than contrastive learning (B^2)"
-# fixed models the data-efficiency curve's AutoRegEmbed runs are tested against (a one-sample test per size)
+# references the data-efficiency curve's AutoRegEmbed runs are tested against: PromptEOL is training-free (one fixed
+# model: a one-sample test per size); compression only is a trained stage 1, a side with its own independent runs
 FIXED_REFERENCES = {"compression only": ALIGNMENT, "PromptEOL": BEATS_PROMPTS}
+TRAINED_REFERENCES = ("compression only",)
 TABLE_ORDER = ["last token", "mean", "PromptEOL", "last token, in-batch", "last token, in-batch + hard negative",
                "mean, in-batch", "mean, in-batch + hard negative", "compression only", "AutoRegEmbed"]
 
@@ -90,15 +92,37 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
               for other in others]
     claims += [(statement, reference) for reference, statement in FIXED_REFERENCES.items()
                if reference in paired and reference not in others]
+    units = _units(curve)
     rows = []
     for claim, other in claims:
         for size, part in paired.groupby(level="examples"):
-            a = part[candidate].dropna().to_numpy()
-            fixed = other in FIXED_REFERENCES
-            b = part[other].dropna().to_numpy()[:1] if fixed else part[other].dropna().to_numpy()
+            a = _per_unit(part[candidate], units, candidate, size)
+            if other in TRAINED_REFERENCES:  # the one stage 1 every point starts from: one independent run
+                b, fixed = part[other].dropna().to_numpy()[:1], False
+            elif other in FIXED_REFERENCES:
+                b, fixed = part[other].dropna().to_numpy()[:1], True
+            else:
+                b, fixed = _per_unit(part[other], units, other, size), False
             rows.append(claim_row(claim, f"{candidate} vs {other}", f"{size} triplets", "better",
                                   runs_test(a, b, fixed=fixed), a, b, len(a)))
     return pd.DataFrame(rows)
+
+
+def _units(curve: pd.DataFrame) -> pd.Series | None:
+    """(method, examples, seed) -> the run's independent unit, where the curve names them (``unit``)."""
+    if "unit" not in curve:
+        return None
+    return curve.set_index(["method", "examples", "seed"])["unit"]
+
+
+def _per_unit(values: pd.Series, units: pd.Series | None, method: str, size) -> np.ndarray:
+    """One value per independent run of ``method`` at ``size``: the seeds of one unit (runs that share an upstream
+    model) averaged."""
+    values = values.dropna()
+    if units is None:
+        return values.to_numpy()
+    keys = [units.get((method, size, seed), f"seed {seed}") for seed in values.index.get_level_values("seed")]
+    return values.groupby(keys, sort=False).mean().to_numpy()
 
 
 def data_efficiency_differences(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",

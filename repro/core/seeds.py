@@ -61,7 +61,8 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
         test = run_comparison(frame, a, b, category)
         x, y = test["runs"]
         part = frame if category is None else frame[frame["category"] == category]
-        means = part[part["model"].isin([a, b])].groupby(["model", "seed"])["score"].mean()
+        key = "unit" if "unit" in part else "seed"  # one independent run per unit (verdicts.per_run_means)
+        means = part[part["model"].isin([a, b])].groupby(["model", key])["score"].mean()
         sd = [means.loc[m].std(ddof=1) if m in means.index.get_level_values(0) and len(means.loc[m]) > 1 else np.nan
               for m in (a, b)]
         row = claim_row(claim, f"{a} vs {b}", category or "all tasks", expected, test,

@@ -57,6 +57,16 @@ SUPPORTED, CONTRADICTED, INCONCLUSIVE = "supported", "contradicted", "inconclusi
 BELOW_MARGIN = "significant but below the margin"
 SAME_MODEL = "not testable (the same model on both sides)"
 ONE_RUN = "untestable (one training run per method: no run-level test)"
+# independent training runs a side needs for a runs test (one rule, every page): two would leave a one-sample test
+# with 1 degree of freedom. Runs that share an upstream model (AutoRegEmbed's stage-2 seeds from one stage 1) are
+# one run: a frame's "unit" column names what makes a run independent (:func:`per_run_means`).
+MIN_RUNS = 3
+
+
+def few_runs(first: int, second: int | None = None) -> str:
+    """The verdict of a runs test with too few independent runs on a side (``second`` None: one fixed model)."""
+    counts = f"{first} vs one fixed model" if second is None else f"{first} vs {second}"
+    return f"untestable (independent training runs: {counts}; a test needs {MIN_RUNS} a side)"
 MISSING = "missing results"
 DECIDED = (SUPPORTED, CONTRADICTED)  # the verdicts a test decides (the calibration counts them)
 
@@ -116,21 +126,25 @@ def _with_margin_tests(out: dict, se: float, df: float, margin: float) -> dict:
 def runs_test(a_runs, b_runs, margin: float = MARGIN, fixed: bool = False) -> dict:
     """Runs as units: ``a_runs`` and ``b_runs`` are per-run means over the same tasks (one value per training
     run). Welch's t-test for the difference of the means, and the margin tests on the same standard error and
-    Welch-Satterthwaite degrees of freedom. Fewer than 2 runs on a side: :data:`ONE_RUN`. ``fixed``: ``b`` is one
-    fixed model, not a random training run (e.g. the stage-1 weights every stage-2 run of ``a`` starts from): a
+    Welch-Satterthwaite degrees of freedom. One run on a side: :data:`ONE_RUN`; fewer than :data:`MIN_RUNS`:
+    :func:`few_runs`. ``fixed``: ``b`` is one fixed model, not a random training run (a training-free method): a
     one-sample t-test of ``a``'s runs against its one value."""
     x, y = np.asarray(a_runs, dtype=float), np.asarray(b_runs, dtype=float)
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
     out = {"test": RUNS_TEST, "units": f"{len(x)} vs {len(y)} runs", "runs": (len(x), len(y)),
            "difference": float(x.mean() - y.mean()) if len(x) and len(y) else np.nan}
-    if fixed and len(y) == 1 and len(x) >= 2:
+    if fixed and len(y) == 1 and 1 < len(x) < MIN_RUNS:
+        return out | {"units": f"{len(x)} runs vs one fixed model", "untestable": few_runs(len(x)),
+                      "p (difference)": np.nan}
+    if fixed and len(y) == 1 and len(x) >= MIN_RUNS:
         se = float(x.std(ddof=1) / np.sqrt(len(x)))
         p = float(stats.ttest_1samp(x, y[0]).pvalue) if se > 0 else float(out["difference"] == 0)
         return _with_margin_tests(out | {"test": "one-sample t-test of the runs against one fixed model",
                                          "units": f"{len(x)} runs vs one fixed model", "p (difference)": p},
                                   se, float(len(x) - 1), margin)
-    if len(x) < 2 or len(y) < 2:
-        return out | {"untestable": ONE_RUN if len(x) and len(y) else MISSING, "p (difference)": np.nan}
+    if len(x) < MIN_RUNS or len(y) < MIN_RUNS:
+        why = MISSING if not (len(x) and len(y)) else ONE_RUN if min(len(x), len(y)) == 1 else few_runs(len(x), len(y))
+        return out | {"untestable": why, "p (difference)": np.nan}
     va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
     se = float(np.sqrt(va + vb))
     if se == 0:  # every run of each side identical: an exact difference
@@ -239,9 +253,13 @@ def distinct_runs(frame: pd.DataFrame, key: str = "model") -> pd.DataFrame:
 def per_run_means(frame: pd.DataFrame, a, b, category: str | None = None) -> tuple[pd.Series, pd.Series, int]:
     """Per-run means of ``a`` and ``b`` over the category's tasks (None: every task) that every run of both has,
     from a long frame (model, seed, task, category, score; copies of one run counted once,
-    :func:`distinct_runs`); and the number of those tasks."""
+    :func:`distinct_runs`); and the number of those tasks. With a ``unit`` column, the runs of one unit (e.g. the
+    stage-2 seeds that start from one stage 1) are one independent run, indexed by the unit."""
     part = frame if category is None else frame[frame["category"] == category]
     part = distinct_runs(part[part["model"].isin([a, b])])
+    if "unit" in part:  # runs that share an upstream model are one run: their scores averaged per task
+        part = part.groupby(["model", "unit", "task"], as_index=False, sort=False)["score"].mean().rename(
+            columns={"unit": "seed"})
     runs = part.groupby(["model", "seed"])["task"].apply(set)
     if len(runs) == 0 or a not in runs.index.get_level_values(0) or b not in runs.index.get_level_values(0):
         return pd.Series(dtype=float), pd.Series(dtype=float), 0

@@ -13,6 +13,8 @@ from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_au
 from repro.autoregembed.experiments.tables import method_scores, sts_average
 from repro.core.scoring import stored_per_task
 from repro.core.tasks import STS_TASKS
+from repro.store.fingerprint import params_hash
+from repro.store.identity import config_identity
 from repro.store.lanes import in_lane_order
 from repro.training.budget_curves import task_frame
 from repro.training.evaluation import evaluate_trained
@@ -64,7 +66,16 @@ def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Seque
     frames = in_lane_order({(method, size, seed): lambda method=method, align=align: run(method, align)
                             for (size, seed), align in configs.items() for method in methods})
     return pd.DataFrame([{"method": method, "examples": size, "seed": seed, "steps": configs[size, seed].steps,
-                          "STS average": sts_average(frame)} for (method, size, seed), frame in frames.items()])
+                          "unit": run_unit(method, configs[size, seed]), "STS average": sts_average(frame)}
+                         for (method, size, seed), frame in frames.items()])
+
+
+def run_unit(method: str, align: AlignConfig) -> str:
+    """What makes a curve point's run independent: AutoRegEmbed's stage 2 is its stage 1 (every seed that starts
+    from one stage 1 is one run), a contrastive baseline's seed is its own run."""
+    if method == "AutoRegEmbed" and align.compress is not None:
+        return f"stage 1 {params_hash(config_identity(align.compress))}"
+    return f"run {align.seed}"
 
 
 REFERENCES = [*UNTRAINED, "compression only"]  # methods that train on no triplets: Figure 3's flat lines
@@ -109,8 +120,8 @@ def stored_autoreg_curve(base: AlignConfig, sizes: Sequence[int], seeds: Sequenc
         average = _stored_sts_average(align, suite, tasks)
         if average is not None:
             rows.append({"method": "AutoRegEmbed", "examples": size, "seed": seed, "steps": align.steps,
-                         "STS average": average})
-    return pd.DataFrame(rows, columns=["method", "examples", "seed", "steps", "STS average"])
+                         "unit": run_unit("AutoRegEmbed", align), "STS average": average})
+    return pd.DataFrame(rows, columns=["method", "examples", "seed", "steps", "unit", "STS average"])
 
 
 def _stored_sts_average(config, suite: str, tasks: Sequence[str] | None) -> float | None:

@@ -348,8 +348,9 @@ def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequen
 def cause_findings(base: AlignConfig, suite: str = converged.FINAL_SUITE,
                    tasks: Sequence[str] = converged.TASKS) -> dict[str, str]:
     """One sentence per variant of :data:`VARIANTS`, by its short id (:data:`VARIANT_KEYS`: what the change does to
-    the official template's compression only, against the book's; "computing" while it is not scored), then
-    ``"additivity"``: whether the two causes add up (:func:`_additivity`; "computing" until all three are scored).
+    the official template's compression only, against the book's; :data:`NOT_MEASURED` while it is not scored),
+    then ``"additivity"``: whether the two causes add up (:func:`_additivity`; not measured until all three are
+    scored).
     Each ends without its final period."""
     table = template_comparison(template_scores(base, suite, tasks))
     out = {}
@@ -357,10 +358,16 @@ def cause_findings(base: AlignConfig, suite: str = converged.FINAL_SUITE,
         variant = _compression_row(table, name)
         lead = CAUSES[name][:1].upper() + CAUSES[name][1:]
         out[VARIANT_KEYS[name]] = (f"{lead}, the official template's compression only scores {_versus_book(variant)}"
-                     if variant is not None else f"{lead}: computing")
-    out["additivity"] = _additivity(table) or ("Whether the two changes add up: computing (the stage 1 with both "
-                                               "changes is not scored yet)")
+                     if variant is not None else f"{lead}: {NOT_MEASURED}")
+    out["additivity"] = _additivity(table) or (f"Whether the two changes add up: not measured ({NOT_MEASURED}); "
+                                               "the principled template of the fair-chance runs is this one, under "
+                                               "the budget rule")
     return out
+
+
+# what a variant's sentence says when its stage 1 is not stored (no placeholder on a published page)
+NOT_MEASURED = ("not measured: its 300-step stage 1 did not finish inside its session, and a run folder does not "
+                "outlive one")
 
 
 if __name__ == "__main__":

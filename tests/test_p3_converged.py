@@ -317,3 +317,36 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     assert table.loc[table.n == 1, "no difference?"].str.startswith("untestable").all()  # one task: no test
     assert set(template_check.selections(base).template) == names
     assert set(template_check.dev_curves(base).template) == names
+
+
+def test_the_fair_chance_chain_table_and_finding_read_each_seeds_own_records(monkeypatch):
+    """The fair-chance section reads each seed's stage-1 and stage-2 records by their configurations (independent
+    seeds: stage 2 of seed s starts from stage 1 of seed s only) and says what each stage selected."""
+    from repro.autoregembed.experiments import independent
+
+    def record(config):
+        if config.seed == 2:
+            return None
+        if config == independent.stage2_config(config.seed).compress:  # stage 1 under the rule on its loss
+            rows = [{"step": 0, "validation_loss": 12.0, "validation_sts": 52.0, "examples_seen": 0},
+                    {"step": 30, "validation_loss": 8.0, "validation_sts": 49.0, "examples_seen": 240},
+                    {"step": 60, "validation_loss": 7.0 - config.seed, "validation_sts": 32.0, "examples_seen": 480}]
+            return {"rows": rows, "summary": {"steps": 60, "stopped_early": True, "selected_step": 60,
+                                              "selected_examples_seen": 480}}
+        assert config.compress == independent.stage1_config(config.seed)  # its own seed's stage 1
+        return {"rows": [], "summary": {"steps": 75, "selected_step": 25 * config.seed, "selected_signal": 40.0,
+                                        "initial_digest": f"d{config.seed}"}}
+
+    monkeypatch.setattr(converged, "run_record", record)
+    table = independent.chain_table()
+    assert list(table.seed) == [0, 1, 2] and table.loc[2].drop("seed").isna().all()
+    assert list(table["loss selected"][:2]) == [7.0, 6.0] and list(table["stage 2 selected step"][:2]) == [0, 25]
+    curves = independent.stage1_curves()
+    assert len(curves) == 6 and curves.groupby("seed").selected.sum().tolist() == [1, 1]
+    text = independent.finding()
+    assert text.startswith("2 of 3 independent seeds are stored: seed 0's stage 1 stopped by the rule at step 60")
+    assert "its stage 2 dev-selected its start (step 0): not adopted" in text
+    assert "its stage 2 dev-selected step 25 (dev 40.00): adopted" in text
+    assert independent.stored_chain(1)["start_digest"] == "d1"
+    with pytest.raises(ValueError, match="unknown stage"):
+        independent.run([0], ["stage3"])

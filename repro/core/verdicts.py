@@ -216,8 +216,9 @@ def margin_side(test: dict, expected: str) -> str:
 
 
 def is_tested(verdict: str) -> bool:
-    """Did a test decide ``verdict`` (so its p belongs to the multiplicity family)?"""
-    return not str(verdict).startswith(("untestable", "not testable", MISSING, "one run"))
+    """Did a test decide ``verdict`` (so its p belongs to the multiplicity family)? A measurement (``measured: ...``)
+    is shown, never counted as a test."""
+    return not str(verdict).startswith(("untestable", "not testable", MISSING, "one run", "measured"))
 
 
 def adjusted_verdict(verdict: str, expected: str, difference: float, side: str | None, p: float,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.verdicts import CONTRADICTED, SUPPORTED, TASKS_TEST
+from repro.core.verdicts import TASKS_TEST
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin"]
@@ -44,7 +44,9 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         "margin": claims["margin"] if "margin" in claims else float("nan")})
 
 
-MEASURED = {"holds (measured)": SUPPORTED, "does not hold (measured)": CONTRADICTED}
+# a measured claim is shown as a measurement, never counted among the tested statements (verdicts.is_tested)
+MEASURED = {"holds (measured)": "measured: holds (one measurement per point, no test)",
+            "does not hold (measured)": "measured: does not hold (one measurement per point, no test)"}
 
 
 def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str, page: str) -> pd.DataFrame:

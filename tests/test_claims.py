@@ -759,3 +759,23 @@ def test_a_statement_of_existence_is_decided_by_its_smallest_adjusted_p():
     mixed = rows.assign(claim=["y [a]", "y [b]", "y [c]", "y [d]"], verdict=["contradicted", "inconclusive",
                                                                             "contradicted", "supported"])
     assert statements(mixed).set_index("statement").loc["y", "deciding p (BH)"] == 0.001  # the surest contradiction
+
+
+def test_the_ledger_counts_a_test_two_statements_read_once_in_its_family():
+    """Issue 53's bug: the ledger keyed its BH de-duplication on the claim text, so two statements reading one test
+    ("a better than b" and "b no gain over a", the same p and |difference| at the same scale) counted twice."""
+    from scipy.stats import false_discovery_control
+
+    from repro.crosspaper.ledger import adjusted
+
+    def row(claim, ours, p, expected="better"):
+        return {"paper": "P", "claim": claim, "tier": "headline", "scale": "s1", "ours": ours, "paper (quoted)": "",
+                "test": "t", "statistic": 5, "expected": expected, "p": p, "margin side": "", "verdict": "supported",
+                "page": "p", "current": True, "margin": 1.0}
+
+    rows = pd.DataFrame([row("model 5 beats model 1 [STS, 5 vs 1]", 3.0, 0.01),
+                         row("model 1 brings no gain over model 5 [STS, 1 vs 5]", -3.0, 0.01, "no gain"),
+                         row("model 2 beats model 1 [STS, 2 vs 1]", 2.0, 0.04)])
+    out = adjusted(rows)["p (BH)"].to_numpy()
+    np.testing.assert_allclose(out, [0.02, 0.02, 0.04])  # a family of two tests, not three
+    assert not np.allclose(out, false_discovery_control([0.01, 0.01, 0.04]))

@@ -252,11 +252,22 @@ def adjusted(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with "p (BH)": Benjamini-Hochberg over every tested row as one family, and each tested verdict
     decided again at its adjusted p (:func:`repro.core.comparison.with_adjusted_p`)."""
     frame = rows.rename(columns={"verdict": "verdict at our scale", "ours": "difference"})
-    frame = frame.assign(comparison=frame["claim"], category=frame["scale"],
+    # one key per test (repro.core.comparison._test_keys): the two compared sides in the claim's brackets, in either
+    # order ("[STS, 5 vs 1]"), the scale and the statistic; never the claim text, which differs between the
+    # statements that read one test (e.g. "a better than b" and "b no gain over a")
+    frame = frame.assign(comparison=frame["claim"].map(_compared), category=frame["scale"],
                          paired=frame["statistic"], **{"p": frame["p"].astype(float)})
     out = with_adjusted_p(frame).rename(columns={"verdict at our scale": "verdict", "difference": "ours",
                                                  "p (BH-adjusted)": "p (BH)"})
     return out.drop(columns=["comparison", "category", "paired"])
+
+
+def _compared(claim: str) -> str:
+    """The ``a vs b`` part of a claim's bracketed comparison (``"... [STS, 5 vs 1]"`` -> ``"5 vs 1"``; empty if
+    none: the claim itself, a test of its own): what the ledger's BH de-duplication keys a row's test on, beside its
+    scale, statistic, p and size."""
+    bracket = claim.rsplit(" [", 1)[1].rstrip("]") if claim.endswith("]") and " [" in claim else ""
+    return next((part for part in reversed(bracket.split(", ")) if " vs " in part), claim)
 
 
 def claims_ledger(profile: str = "standard", recompute: bool = False, pages: dict[str, dict] | None = None

@@ -84,8 +84,9 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
     size. One statement per baseline, one comparison per size, each with the training runs (seeds) of that size as
     the units (:func:`repro.core.verdicts.runs_test`): the statement holds only if every size does. With
     ``references`` holding "compression only" (one stage-1 model, one run), the paper's Table 3 claim that
-    alignment improves on it, per size: a one-sample test of the size's runs against that one fixed model they
-    start from."""
+    alignment improves on it, per size: a trained side with one independent run, so untestable until stage 1 has
+    independent seeds; PromptEOL is training-free, one fixed model (a one-sample test). A curve with a ``unit``
+    column counts the seeds of one unit (stage-2 runs from one stage 1) as one independent run."""
     paired = _paired_points(curve, candidate, references)
     others = [m for m in curve.method.unique() if m != candidate]
     claims = [(f"{candidate} beats {other} at equal training data, at every size (Figure 3)", other)

@@ -560,6 +560,11 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     table = leaderboard.row_table({key: row for key, (row, _) in rows_now.items()})
     missing = leaderboard.missing_rows(pd.DataFrame(columns=["method", "task", "category", "score"]), table)
     assert missing["computed by"].str.startswith("scripts/p3_converged.sh").all()
+    # dev kept stage 1 in every AutoRegEmbed run: one merged row (compression only's), and the superseded Tables 1-2
+    # AutoRegEmbed leaves the leaderboard (it is never plotted as "AutoRegEmbed")
+    same = [r | {"score": 40.0} if r["model"] in (p3.AUTOREG, p3.COMPRESSION) else r for r in rows]
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(same), {}))
+    assert sorted(leaderboard._paper3("smollm2-135m")) == ["p3-baseline@budget", "p3-compress@budget"]
     # AutoRegEmbed stored without its compression only (e.g. a stage 1 retrained since): that row stays as it was
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] != p3.COMPRESSION]), {}))

@@ -229,6 +229,8 @@ def _paper3(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     if later:
         earlier = _paper3_tables(backbone)
         drop = {key for key in ("p3-compress", "p3-align") if f"{key}@budget" in later}
+        if "p3-compress@budget" in later:  # stored only beside AutoRegEmbed's seeds under the rule: AutoRegEmbed
+            drop.add("p3-align")  # is then that row (or merged into it), never the superseded Tables 1-2 run
         if "p3-baseline@budget" in later:
             drop |= {baseline_id(name) for name in CONTRASTIVE}
         return {**{k: v for k, v in earlier.items() if k not in drop}, **later}

@@ -186,3 +186,25 @@ def finding(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m") -> str
             text += "; its stage 2 is not stored"
         parts.append(text)
     return f"{len(done)} of {len(seeds)} independent seeds are stored: " + "; ".join(parts)
+
+
+PAPER_STAGE1 = (16_382, 2, 32)  # the paper's stage 1 (quoted): PwC-Unique examples, epochs, batch
+PAPER_STAGE2 = (50_000, 4)  # the paper's stage 2 (quoted): MEDI-NLI triplets, epochs
+
+
+def scale_text(backbone: str = "smollm2-135m") -> str:
+    """The chains' scale against the paper's, computed from the configurations and the data."""
+    from repro.autoregembed.data import split_align
+
+    align = stage2_config(0, backbone)
+    stage1 = align.compress
+    rows = len(read_stage1(stage1.data)) - stage1.validation_examples
+    seen = stage1.steps * stage1.batch_size
+    examples, epochs, batch = PAPER_STAGE1
+    triplets = len(split_align(align)[0])
+    return (f"Stage 1's cap is {stage1.steps} steps × {stage1.batch_size} examples ({seen:,} examples, "
+            f"{seen / rows:.2f} epoch of our {rows:,} instruction rows), against the paper's {epochs} epochs × "
+            f"{examples:,} examples at batch {batch} (about {epochs * examples:,}, quoted); stage 2's is {align.steps} "
+            f"steps × {align.batch_size} triplets ({align.steps * align.batch_size:,} of our {triplets:,} training "
+            f"triplets), against the paper's {PAPER_STAGE2[0]:,} triplets × {PAPER_STAGE2[1]} epochs (quoted). "
+            f"{backbone}, full fine-tuning, fp32 on 2 CPU cores")

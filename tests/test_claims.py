@@ -784,3 +784,19 @@ def test_the_ledger_counts_a_test_two_statements_read_once_in_its_family():
     out = adjusted(rows)["p (BH)"].to_numpy()
     np.testing.assert_allclose(out, [0.02, 0.02, 0.04])  # a family of two tests, not three
     assert not np.allclose(out, false_discovery_control([0.01, 0.01, 0.04]))
+
+
+def test_the_summary_headline_table_reads_the_current_runs_of_trained_methods():
+    from repro.autoregembed.claims import current_wide
+
+    index = pd.MultiIndex.from_tuples([("STS", "STS12"), ("Retrieval", "SciFact")], names=["category", "task"])
+    wide = pd.DataFrame({"last token": [40.0, 10.0], "last token, in-batch": [60.0, 30.0],
+                         "compression only": [49.0, 20.0], "AutoRegEmbed": [49.5, 21.0]}, index=index)
+    rule = pd.DataFrame([{"model": m, "seed": s, "category": c, "task": t, "score": v + s}
+                         for m, v in (("AutoRegEmbed", 54.0), ("compression only", 54.0),
+                                      ("best contrastive baseline", 70.0))
+                         for s in (0, 1, 2) for c, t in index])
+    now = current_wide(wide, rule)
+    assert sorted(now.columns) == ["AutoRegEmbed", "best contrastive baseline", "compression only", "last token"]
+    assert now.loc[("STS", "STS12"), "AutoRegEmbed"] == 55.0 and now.loc[("STS", "STS12"), "last token"] == 40.0
+    assert current_wide(wide, rule.iloc[:0]).equals(wide)  # nothing under the rule yet: the page's runs

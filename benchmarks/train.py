@@ -94,6 +94,17 @@ def encode_seconds(backbone, texts: list[str], max_length: int, repeats: int) ->
     return min(timed(lambda: encode(backbone, texts, config, cache=False, progress=False)) for _ in range(repeats))
 
 
+def autoreg_steps(model, batches: list[dict], optimizer):
+    """``() -> None``: one AutoRegEmbed training step (forward, backward, AdamW) on each of ``batches``."""
+    def training():
+        model.train()
+        for batch in batches:
+            model(batch).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    return training
+
+
 def measure_autoreg(rows: list[list[dict]], repeats: int, fused: bool = False) -> dict:
     """Seconds of AutoRegEmbed stage-2 steps and of each pass they need, forward only, on the same batches
     (a fresh stage-1 model: the cost does not depend on its weights; reference scores are zeros). ``fused``:
@@ -109,12 +120,7 @@ def measure_autoreg(rows: list[list[dict]], repeats: int, fused: bool = False) -
         batches.append(batch)
     terms = STRATEGY_TERMS[config.strategy]
 
-    def training():
-        model.train()
-        for batch in batches:
-            model(batch).backward()
-            optimizer.step()
-            optimizer.zero_grad()
+    training = autoreg_steps(model, batches, optimizer)
 
     passes: dict[str, float] = {}
 
@@ -167,12 +173,7 @@ def measure_stage1(rows: list[list[dict]], repeats: int, packed: bool) -> dict:
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr)
     batches = [compress_batch(texts, chunk, "cpu", packed=packed) for chunk in rows]
 
-    def training():
-        model.train()
-        for batch in batches:
-            model(batch).backward()
-            optimizer.step()
-            optimizer.zero_grad()
+    training = autoreg_steps(model, batches, optimizer)
 
     def forward_only():
         model.eval()

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from repro.core.calibration import simulate_runs, simulated_rates
 from repro.core.verdicts import (
     BELOW_MARGIN,
     CONTRADICTED,
@@ -18,8 +19,6 @@ from repro.core.verdicts import (
     decide,
     run_comparison,
     runs_test,
-    simulate_runs,
-    simulated_rates,
     statement_verdict,
     tasks_test,
 )

@@ -6,8 +6,7 @@ baseline, each comparison with its paired tests.
 * :func:`final_scores`: per-task scores (x100) of the selected configurations at every stored seed, beside
   compression only. There is one stage 1, so compression only has one set of weights: its scores stand at every
   seed of AutoRegEmbed and count as one run (:func:`repro.core.verdicts.distinct_runs`); the claims are tested
-  with the runs as units (:func:`repro.core.seeds.seeded_claims`), and a run's unit is its stage 1 (the frame's
-  ``unit``): AutoRegEmbed's seeds that share one stage 1 are one independent run, too few for a test.
+  with the runs as units (:func:`repro.core.seeds.seeded_claims`), a run's unit being its stage 1 (``unit``).
 * A seed whose run dev-selects step 0 (stage 2 lowered dev from its first update) *is* its stage 1: its final
   weights are the ones it started from (checked: same digest), so its scores are compression only's, read from
   their key and never recomputed under another (:func:`selects_start`, :func:`start_selected_seeds`). Its
@@ -195,8 +194,7 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
             else:
                 found = stored_scores(at_seed(config, seed), suite, tasks)
             records.update({(label, seed, t): r for t, r in found.items()})
-            # the independent unit: a stage-2 run and compression only are their stage 1 (seeds that share it are
-            # one run); a contrastive baseline's seed is its own run
+            # the independent unit: AutoRegEmbed's is its stage 1 (seeds sharing it are one run), a baseline's its seed
             unit = f"stage 1 {digests.get(seed, 'unknown')}" if label == AUTOREG else f"run {seed}"
             if len(found) == len(tasks):  # a seed with missing tasks would mix task sets in means and spreads
                 frames.append(task_frame(found, model=label, seed=seed, unit=unit))
@@ -204,9 +202,8 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
                 if len(compression) == len(tasks):  # the stage 1 this seed's run started from
                     frames.append(task_frame(compression, model=COMPRESSION, seed=seed, unit=unit))
                     records.update({(COMPRESSION, seed, t): r for t, r in compression.items()})
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["model", "seed", "unit", "task", "category", "score"])
-    return frame, records
+    columns = ["model", "seed", "unit", "task", "category", "score"]
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)), records
 
 
 def run_table(base: AlignConfig, seeds: Sequence[int] = SEEDS) -> pd.DataFrame:

@@ -35,7 +35,7 @@ import pandas as pd
 
 from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig, CompressConfig
-from repro.autoregembed.data import read_stage1
+from repro.autoregembed.data import read_stage1, split_align
 from repro.autoregembed.experiments import converged, search
 from repro.autoregembed.experiments.scores import evaluate_autoreg
 from repro.store.runs import ensure_trained
@@ -194,8 +194,6 @@ PAPER_STAGE2 = (50_000, 4)  # the paper's stage 2 (quoted): MEDI-NLI triplets, e
 
 def scale_text(backbone: str = "smollm2-135m") -> str:
     """The chains' scale against the paper's, computed from the configurations and the data."""
-    from repro.autoregembed.data import split_align
-
     align = stage2_config(0, backbone)
     stage1 = align.compress
     rows = len(read_stage1(stage1.data)) - stage1.validation_examples

@@ -205,6 +205,12 @@ def _check_common(config) -> None:
         raise ValueError(f"max_grad_norm must be positive or None (no clipping), got {config.max_grad_norm!r}")
 
 
+def inference_settings(config: CompressConfig | AlignConfig) -> dict:
+    """How a stage's encoder writes its inference inputs: stage 2's own instruction, newline and passage prompt,
+    stage 1's those of its template (:data:`TEMPLATE_SETTINGS`)."""
+    return {name: getattr(config, name, value) for name, value in TEMPLATE_SETTINGS[config.template].items()}
+
+
 def stage_of(config: CompressConfig | AlignConfig) -> str:
     """``"compress"`` (stage 1) or ``"align"`` (stage 2)."""
     if isinstance(config, AlignConfig):

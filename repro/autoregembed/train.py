@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from repro.autoregembed.config import QUERY_PROMPT, TEMPLATE_SETTINGS, AlignConfig, CompressConfig, stage_of
+from repro.autoregembed.config import QUERY_PROMPT, AlignConfig, CompressConfig, inference_settings, stage_of
 from repro.autoregembed.data import read_stage1, split_align
 from repro.autoregembed.model import AutoRegModel, TextIds, build_autoreg, embed_texts
 from repro.autoregembed.objectives import align_batch, reference_scores, seen_indices
@@ -91,7 +91,7 @@ def compress_batch(texts: TextIds, rows: list[dict], device, packed: bool = Fals
 def inference_embed(core: AutoRegModel, texts: TextIds, config):
     """``items -> embeddings`` of a stage's encoder as its inference writes them (the dev signal): stage 2's
     instruction and newline, stage 1's those of its template."""
-    settings = {name: getattr(config, name, value) for name, value in TEMPLATE_SETTINGS[config.template].items()}
+    settings = inference_settings(config)
     return lambda items: embed_texts(core, texts, items, QUERY_PROMPT, settings["instruction"],
                                      newline=config.template == "book")  # (the book's dev: training's form)
 

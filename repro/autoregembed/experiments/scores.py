@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from repro.autoregembed.config import TEMPLATE_SETTINGS, AlignConfig, CompressConfig, stage_of
+from repro.autoregembed.config import AlignConfig, CompressConfig, inference_settings, stage_of
 from repro.autoregembed.model import AutoRegEmbedder
 from repro.autoregembed.train import load_encoder, run_spec
 from repro.core.scoring import evaluate_per_task
@@ -40,7 +40,7 @@ def autoreg_embedder_from(folder: str | Path, max_length: int = 512) -> AutoRegE
 
 def embedder_of(model, config: CompressConfig | AlignConfig, max_length: int) -> AutoRegEmbedder:
     """The inference of a stage's ``config``: stage 2's own settings, stage 1's those of its template."""
-    settings = {name: getattr(config, name, value) for name, value in TEMPLATE_SETTINGS[config.template].items()}
+    settings = inference_settings(config)
     return AutoRegEmbedder(model, max_length, config.target_max_length, settings["instruction"],
                            label=f"autoregembed-{stage_of(config)}", digest=weights_digest(model),
                            newline=settings["inference_newline"], passage_prompt=settings["passage_prompt"],

@@ -40,9 +40,11 @@ def test_claim_verdict_reads_the_direction_the_paper_expects():
     assert noise["verdict at our scale"] == "inconclusive"  # a failed test is never support for "no gain"
     # c is b plus noise of SD 1 over 8 tasks: its one-sided interval stays below the 1-point margin
     assert claim_verdict(wide, "c no gain", "c", "b", "STS", "no gain")["verdict at our scale"] == "supported"
+    # c is well below a: "not better" holds, and says by how much it is worse
     assert claim_verdict(wide.iloc[:6] + 0, "c no gain", "c", "a", "STS", "no gain")["verdict at our scale"] == \
-        "supported"
-    assert claim_verdict(wide, "b no gain", "b", "a", "STS", "no gain")["verdict at our scale"] == "supported"
+        "supported, worse by 5.2"
+    assert claim_verdict(wide, "b no gain", "b", "a", "STS", "no gain")["verdict at our scale"].startswith(
+        "supported, worse by")
     same = scores({"a": base, "b": base + rng.normal(0, 0.05, 8)})  # within the margin, tightly: equivalent
     assert claim_verdict(same, "a ~ b", "a", "b", "STS", "equal")["verdict at our scale"] == "supported"
     assert claim_verdict(wide, "x", "a", "missing", "STS")["verdict at our scale"] == "missing results"

@@ -42,7 +42,11 @@ def test_summary_counts_and_bad_paper():
 
     counts = pd.Series({"supported": 2, "one run per method, no verdict": 3, "untestable at n=3 tasks": 5,
                         "missing results": 1, "contradicted": 4, "inconclusive": 1})
-    assert summary_counts(counts) == {"supported": 2, "contradicted": 4, "tested": 7, "untestable": 9}
+    assert summary_counts(counts) == {"supported": 2, "contradicted": 4, "tested": 7, "untestable": 9, "measured": 0}
+    # a qualified verdict counts as its base verdict; a measurement is counted apart, never as a test
+    counts = pd.Series({"supported, worse by 7.2 (Clustering on 1 task)": 1, "supported": 1,
+                        "contradicted (Retrieval on 3 tasks)": 1, "measured: holds (one measurement per point)": 2})
+    assert summary_counts(counts) == {"supported": 2, "contradicted": 1, "tested": 3, "untestable": 0, "measured": 2}
     text = summary_markdown(3, "AutoRegEmbed", {"supported": 4, "contradicted": 1, "tested": 9},
                             {"supported": 1, "contradicted": 0, "tested": 2, "untestable": 3})
     assert text.startswith("**AutoRegEmbed.**") and "*Headline statements:* 4 of 9 tested are supported" in text

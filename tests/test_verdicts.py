@@ -85,9 +85,10 @@ def test_a_no_difference_claim_needs_its_interval_inside_the_margin():
     # a small, non-significant difference with wide runs: the interval crosses the margin, so never "supported"
     wide = runs_test(np.array([61.0, 57.0, 63.0]), np.array([60.0, 58.0, 59.0]))
     assert decide(wide, "better") == INCONCLUSIVE and decide(wide, "equal") == INCONCLUSIVE
-    # significantly beyond the margin: an equivalence claim is contradicted; "no gain" is supported when a is worse
+    # significantly beyond the margin: an equivalence claim is contradicted; "no gain" is supported when a is worse,
+    # and says by how much
     apart = runs_test(np.array([55.0, 55.2, 54.8]), np.array([60.0, 60.2, 59.8]))
-    assert decide(apart, "equal") == CONTRADICTED and decide(apart, "no gain") == SUPPORTED
+    assert decide(apart, "equal") == CONTRADICTED and decide(apart, "no gain") == "supported, worse by 5.0"
     assert decide(runs_test(np.array([65.0, 65.2, 64.8]), np.array([60.0, 60.2, 59.8])), "no gain") == CONTRADICTED
 
 
@@ -162,3 +163,67 @@ def test_a_no_difference_claim_names_the_equivalence_test_its_p_comes_from():
     far = runs_test([65.0, 66.0, 65.5], [60.0, 60.5, 59.5])  # 5 points apart: beyond the 1-point margin
     assert claim_row("c", "a vs b", "STS", "equal", far, [65.5], [60.0], 3)["test"] == (
         "one-sided test, beyond the margin (Welch t on per-run means)")
+
+
+def test_a_not_better_claim_that_collapses_says_worse_by_how_much():
+    """A one-sided "no gain" claim whose difference lies wholly below -margin is supported, but says it is worse,
+    and the statement says so too; a parity claim ("equal") on the same runs is contradicted."""
+    from repro.core.verdicts import WORSE, base_verdict, is_supported
+
+    collapsed, baseline = np.array([50.0, 51.0, 49.5, 50.5]), np.array([60.0, 61.0, 59.0, 60.5])
+    verdict = decide(runs_test(collapsed, baseline), "no gain")
+    assert verdict.startswith(WORSE) and is_supported(verdict) and base_verdict(verdict) == SUPPORTED
+    assert verdict == f"{WORSE} {abs(collapsed.mean() - baseline.mean()):.1f}"
+    assert decide(runs_test(collapsed, baseline), "equal") == CONTRADICTED
+    tight = np.array([60.1, 60.0, 59.9, 60.05])
+    assert decide(runs_test(tight - 0.1, tight), "no gain") == SUPPORTED  # parity: no qualifier
+    assert adjusted_verdict(verdict, "no gain", -10.0, "within", 0.001) == verdict
+    assert statement_verdict([verdict, f"{WORSE} 7.0"]).startswith(f"{WORSE} 7.0 to ")
+    assert statement_verdict([f"{WORSE} 9.9", SUPPORTED]) == f"{SUPPORTED} (1 of 2 comparisons worse by 9.9)"
+
+
+def test_the_detectable_effect_and_the_runs_it_needs_agree():
+    from repro.core.verdicts import detectable_effect, units_needed
+
+    sd_a, sd_b, effect = 1.2, 6.3, 2.0
+    n = int(units_needed(sd_a, sd_b, effect))
+    for k, inside in ((n, True), (n - 1, False)):
+        se = np.sqrt((sd_a ** 2 + sd_b ** 2) / k)
+        df = (sd_a ** 2 + sd_b ** 2) ** 2 / ((sd_a ** 4 + sd_b ** 4) / (k - 1))
+        assert (detectable_effect(se, df) <= effect) == inside
+    test = runs_test(np.array([60.0, 61.0, 59.0]), np.array([59.0, 62.0, 58.0]))
+    assert test["units a side for 2x margin"] > 3 and test["detectable at 80% power"] > test["se"]
+    assert np.isnan(units_needed(0.0, 0.0, 2.0))
+
+
+def test_holm_within_a_statement_guards_contradicted_if_any():
+    """"Contradicted if any" is a union of tests: a comparison contradicted at its ledger-wide p but not after
+    Holm within its statement leaves the statement inconclusive."""
+    from repro.crosspaper.ledger import with_holm
+    from repro.crosspaper.statements import statements
+
+    rows = pd.DataFrame({"paper": "P", "claim": [f"s [STS, {a} vs 1]" for a in (2, 3, 4)], "tier": "headline",
+                         "ours": [-3.0, 1.0, 1.5], "paper (quoted)": "-", "p": [0.03, 0.5, 0.6],
+                         "p (BH)": [0.03, 0.5, 0.6], "verdict": [CONTRADICTED, INCONCLUSIVE, INCONCLUSIVE],
+                         "page": "x", "test": "Welch", "expected": "better"})
+    out = with_holm(rows)
+    np.testing.assert_allclose(out["p (Holm in statement)"], [0.09, 1.0, 1.0])
+    assert statements(out)["verdict"].iloc[0] == INCONCLUSIVE
+    strong = with_holm(rows.assign(p=[0.001, 0.5, 0.6]))
+    assert statements(strong)["verdict"].iloc[0] == CONTRADICTED
+
+
+def test_the_tests_the_ledger_uses_are_calibrated_at_the_measured_spreads(monkeypatch):
+    """Each of the four tests (Welch on per-run means with the real unequal spreads, the one-sided no-gain test,
+    TOST, the Wilcoxon over tasks with Paper 2's real per-task spread) at its worst-case null: at most 6% false
+    verdicts; the power is printed."""
+    from repro.core.calibration import TEST_TYPES, calibration_by_test
+    from repro.crosspaper.margins import measured_spreads
+
+    monkeypatch.delenv("REPRO_RESULTS_DIR", raising=False)  # the spreads measured on the committed results
+    spreads = measured_spreads()
+    assert {s["units"] for s in spreads} == {"runs", "tasks"}
+    table = calibration_by_test(spreads, n_sims=600)
+    assert set(table["test"]) == {t[0] for t in TEST_TYPES}
+    print(table.to_string())
+    assert (table["null rate"] <= 0.06).all(), table[table["null rate"] > 0.06]

@@ -17,7 +17,7 @@ from repro.autoregembed.experiments.ablations import LABELS, grid_cells, grid_la
 from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.core.comparison import claims_table
 from repro.core.tasks import STS7_TASKS
-from repro.core.verdicts import SUPPORTED, claim_row, is_tested, runs_test
+from repro.core.verdicts import claim_row, is_supported, is_tested, runs_test
 
 FULL_VARIANT = LABELS["full"]
 # the paper's statements, in its words, shared by every page that tests them (one statement, one verdict)
@@ -255,7 +255,7 @@ def not_reproduced(*tables: pd.DataFrame) -> pd.DataFrame:
     if not len(rows):
         return rows
     verdicts = rows["verdict at our scale"]
-    keep = verdicts.map(is_tested) & verdicts.ne(SUPPORTED)
+    keep = verdicts.map(is_tested) & ~verdicts.map(is_supported)
     return rows[keep][["claim (paper)", "category", "difference", "p", "verdict at our scale"]]
 
 

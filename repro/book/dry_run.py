@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.book.pages import NOTEBOOKS, page_parameters
-from repro.book.paper_profile import ACCELERATE_CONFIG, GPU, PAPER_OF, SOURCES, page_work
+from repro.book.paper_profile import ACCELERATE_CONFIG, GPU, NOT_CARRIED, PAPER_OF, SOURCES, page_work
 from repro.core.backbones import resolve
 from repro.core.tasks import check_task_names
 
@@ -42,3 +42,5 @@ def print_dry_run(names=None) -> None:
         print(f"   work: {row.work}")
     print(f"\ntotal: ~{frame['gpu_hours'].sum():,.0f} GPU-hours; settings from: " + " | ".join(
         f"paper {k}: {v}" for k, v in SOURCES.items()))
+    for paper, text in NOT_CARRIED.items():
+        print(f"not carried (paper {paper}): {text}")

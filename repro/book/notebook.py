@@ -17,7 +17,7 @@ from IPython.display import HTML, display
 from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.book.table_format import register as register_tables
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
-from repro.core.verdicts import CONTRADICTED, SUPPORTED, is_tested
+from repro.core.verdicts import CONTRADICTED, SUPPORTED, base_verdict, is_tested
 from repro.store.paths import offline
 
 MAX_ROWS = 2000  # rows a page's table shows before pandas cuts it
@@ -98,7 +98,7 @@ def verdict_lead(claims, what: str = "comparisons") -> str:
     contradicted and otherwise, and the largest tested difference with its comparison."""
     if claims is None or len(claims) == 0 or "verdict at our scale" not in claims:
         return f"no {what} tested yet (their results are not stored)"
-    verdicts = claims["verdict at our scale"].astype(str)
+    verdicts = claims["verdict at our scale"].astype(str).map(base_verdict)
     supported, contradicted = int((verdicts == SUPPORTED).sum()), int((verdicts == CONTRADICTED).sum())
     text = (f"of {len(claims)} {what}, {supported} {'is' if supported == 1 else 'are'} supported at our scale, "
             f"{contradicted} contradicted and {len(claims) - supported - contradicted} neither (inconclusive or "

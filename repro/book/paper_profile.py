@@ -5,7 +5,8 @@
 
 The settings come from the papers' official code (read there, file and line cited in :data:`SOURCES`): backbones
 by Hugging Face id, the MTEB task lists of their evaluation scripts through the real MTEB tasks (suite ``mteb``),
-their batch sizes, steps and learning rates. Multi-GPU runs go through ``accelerate launch --config_file
+their batch sizes and steps, and Paper 3's learning rates. What a profile does not carry is said in
+:data:`NOT_CARRIED` and printed by the dry run. Multi-GPU runs go through ``accelerate launch --config_file
 configs/accelerate/paper.yaml`` (8 processes, bf16).
 
 The dry run checks, without downloading anything: each page's parameters (the notebook's own names), each
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-P1_BACKBONES = ["mistralai/Mistral-7B-v0.1", "meta-llama/Meta-Llama-3-8B"]
+P1_BACKBONES = ["mistralai/Mistral-7B-v0.1", "meta-llama/Meta-Llama-3-8B"]  # the layer analysis (Figures 1-2)
+P1_TRAINED = ["mistralai/Mistral-7B-v0.1", "Qwen/Qwen2-0.5B"]  # the five designs; Table 5's robustness check
 P2_BACKBONES = ["Qwen/Qwen2.5-0.5B", "meta-llama/Llama-3.1-8B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3"]
 P3_BACKBONE = "meta-llama/Llama-2-7b-hf"
 
@@ -57,6 +59,15 @@ P3_TASKS = (_CLS11 + ["ArguAna", *_CQA, "FiQA2018", "NFCorpus", "SCIDOCS", "SciF
                "StackExchangeClusteringP2P", "TwentyNewsgroupsClustering"]
             + _PAIRS + _RERANK + _STS8 + ["STS17", "STS22", "SummEval"])
 
+# the official settings a page's parameters cannot carry, so the paper profile runs the book's instead
+NOT_CARRIED = {
+    "1": "Paper 1's pages take no learning rate, training data or pooling-head size: the profile trains with the "
+         "book's LoRA settings (lr 2e-4 constant after 20 warm-up steps; official: lr 1e-5, 100 warm-up steps, "
+         "linear decay), the book's default training data ('mix' of SNLI and MEDI triplets; official: its own "
+         "1.4M-example mixture) and the book's pooling head (official: a PerceiverResampler of 768 latents, 32 heads "
+         "x 2,048 dims)",
+}
+
 SOURCES = {  # where each paper's settings were read (official repositories, HEAD as read on 2026-12-02)
     "1": "yixuantt/PoolingAndAttn@57791d5: README.md:48-72 (accelerate launch: per-device batch 1 x gradient "
          "accumulation 256 x 8 processes = 2048, 1000 steps, lr 1e-5, warm-up 100, max length 1024), lora.json "
@@ -70,6 +81,7 @@ SOURCES = {  # where each paper's settings were read (official repositories, HEA
 
 # parameters (quoted from the models' Hugging Face cards), for the FLOP estimate only
 PARAMETERS = {"mistralai/Mistral-7B-v0.1": 7.24e9, "meta-llama/Meta-Llama-3-8B": 8.03e9, "Qwen/Qwen2.5-0.5B": 0.49e9,
+              "Qwen/Qwen2-0.5B": 0.49e9,
               "meta-llama/Llama-3.1-8B-Instruct": 8.03e9, "mistralai/Mistral-7B-Instruct-v0.3": 7.25e9,
               "meta-llama/Llama-2-7b-hf": 6.74e9}
 GPU = {"name": "A100-80GB", "tflops_bf16": 312.0, "utilisation": 0.4}  # datasheet peak; utilisation assumed
@@ -95,7 +107,7 @@ PAPER: dict[str, dict] = {
     "p1_converged": {"backbones": P1_BACKBONES[:1], "table5_backbones": [], "models": [1, 2, 3, 4, 5],
                      "seeds": [0, 1, 2], "backbone_seeds": {}, "suite": "mteb",
                      "budget_suite": "mteb", "curve_pairs": [[1, 5], [4, 5]]},
-    "p1_robustness": {"backbone": P1_BACKBONES[1], "reference_backbone": P1_BACKBONES[0],
+    "p1_robustness": {"backbone": P1_TRAINED[1], "reference_backbone": P1_TRAINED[0],
                       "models": [1, 2, 3, 4, 5], "reference_steps": 1000, **_P1_TRAIN},
     **{name: {"backbones": P2_BACKBONES, "prompts": ["prompteol-summarize", "echo"], "skip_runs": [], "suite": "mteb",
               "tasks": P2_TASKS, "tokenization": "official", "ratios": [1, 2, 4, 8], "earlier_tasks": []}

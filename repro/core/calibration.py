@@ -8,7 +8,19 @@ import numpy as np
 import pandas as pd
 
 from repro.core.derived import stored_statistic
-from repro.core.verdicts import ALPHA, CONTRADICTED, DECIDED, MARGIN, RUNS_TEST, SUPPORTED, decide, runs_test
+from repro.core.verdicts import (
+    ALPHA,
+    CONTRADICTED,
+    DECIDED,
+    MARGIN,
+    RUNS_TEST,
+    SUPPORTED,
+    TASKS_TEST,
+    decide,
+    is_supported,
+    runs_test,
+    tasks_test,
+)
 
 
 def simulate_runs(n_runs: int, n_tasks: int, effect: float, run_sd: float, residual_sd: float,
@@ -76,3 +88,71 @@ def stored_calibration(n_sims: int = 2000, seed: int = 0, recompute: bool = Fals
               "variances": [list(v) for v in VARIANCES], "tests": [RUNS_TEST, "TOST", "one-sided margin test"]}
     return stored_statistic("verdict engine calibration by simulation", params,
                             lambda: calibration_table(n_sims, seed).to_dict("records"), recompute)
+
+
+# the four tests the ledger uses: (name, expected, how the units are drawn, the true difference under the null, the
+# true difference the power is stated at); the null is each claim's worst case: no difference for a gain claim, a
+# difference of exactly the margin for a claim of no difference
+TEST_TYPES = (
+    ("Welch t on per-run means (gain)", "better", "runs", 0.0, 2.0),
+    ("one-sided no-gain test (runs)", "no gain", "runs", 1.0, 0.0),
+    ("TOST (runs)", "equal", "runs", 1.0, 0.0),
+    ("Wilcoxon over tasks (Paper 2, gain)", "better", "tasks", 0.0, 2.0),
+)
+
+
+def _draw_rates(expected: str, units: str, effect: float, n_sims: int, n_first: int, n_second: int, sd_first: float,
+                sd_second: float, margin: float, rng: np.random.Generator) -> dict:
+    """The engine's verdict rates on ``n_sims`` draws: per-run means of two sides with their own SDs (``units``
+    "runs": Welch, unequal spreads), or ``n_first`` per-task differences with SD ``sd_first`` (``units`` "tasks":
+    deterministic methods, the Wilcoxon / paired t over tasks)."""
+    verdicts = []
+    for _ in range(n_sims):
+        if units == "runs":
+            test = runs_test(rng.normal(effect, sd_first, n_first), rng.normal(0.0, sd_second, n_second), margin)
+        else:
+            test = tasks_test(rng.normal(effect, sd_first, n_first), np.zeros(n_first), margin)
+        verdicts.append(decide(test, expected))
+    verdicts = pd.Series(verdicts, dtype=object)
+    return {"supported": float(verdicts.map(is_supported).mean()),
+            "decided": float((verdicts.map(is_supported) | verdicts.eq(CONTRADICTED)).mean())}
+
+
+def calibration_by_test(spreads: list[dict], n_sims: int = 1000, margin: float = MARGIN, seed: int = 0
+                        ) -> pd.DataFrame:
+    """Each test the ledger uses (:data:`TEST_TYPES`) at each measured spread in ``spreads`` (dicts with "what",
+    "units" ("runs" or "tasks"), "n first", "n second", "SD first", "SD second": per-run-mean SDs of two real designs,
+    or the SD of real per-task differences): its null rate (a gain claim: any decided verdict under no difference; a
+    no-difference claim: "supported" at a true difference of exactly the margin) and its power (a gain claim:
+    "supported" at twice the margin; a no-difference claim: "supported" at no difference)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, expected, units, null_effect, power_effect in TEST_TYPES:
+        for spread in (s for s in spreads if s["units"] == units):
+            at = spread.get("margin", margin)  # the margin of the spread's metric where it names one
+            args = (n_sims, spread["n first"], spread["n second"], spread["SD first"], spread["SD second"], at, rng)
+            null = _draw_rates(expected, units, null_effect * at, *args)
+            power = _draw_rates(expected, units, power_effect * at, *args)
+            rows.append({"test": name, "spreads from": spread["what"],
+                         "units a side": (f"{spread['n first']} vs {spread['n second']} runs" if units == "runs"
+                                          else f"{spread['n first']} tasks"),
+                         "SDs": (f"{spread['SD first']:.2f} / {spread['SD second']:.2f}" if units == "runs"
+                                 else f"{spread['SD first']:.2f}"),
+                         "margin": at, "null rate": null["decided" if expected in ("better", "worse") else "supported"],
+                         "null": "no difference" if null_effect == 0 else "difference = margin",
+                         "power": power["supported"],
+                         "power at": "2 x margin" if power_effect else "no difference"})
+    return pd.DataFrame(rows)
+
+
+def stored_calibration_by_test(spreads: list[dict], n_sims: int = 2000, seed: int = 0, recompute: bool = False
+                               ) -> pd.DataFrame:
+    """:func:`calibration_by_test`, stored once and keyed by the spreads, the simulations, the seed, the margin,
+    alpha and the tests."""
+    if not isinstance(n_sims, int) or isinstance(n_sims, bool) or n_sims < 10:
+        raise ValueError(f"simulations must be an integer of at least 10, got {n_sims!r}")
+    params = {"simulations": n_sims, "seed": seed, "margin": MARGIN, "alpha": ALPHA,
+              "spreads": [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in s.items()} for s in spreads],
+              "tests": [t[0] for t in TEST_TYPES] + [RUNS_TEST, TASKS_TEST]}
+    return stored_statistic("verdict engine calibration by test type", params,
+                            lambda: calibration_by_test(spreads, n_sims, MARGIN, seed).to_dict("records"), recompute)

@@ -17,12 +17,14 @@ from repro.core.stats import UNSETTLED, min_attainable_p, paired_bootstrap_mean,
 from repro.core.verdicts import (
     EXPECTATIONS,
     MARGIN,
+    POWER,
     adjusted_verdict,
     ci_text,
     claim_p,
     claim_test_name,
     decide,
     is_tested,
+    margin_for,
     margin_side,
     tasks_test,
 )
@@ -139,8 +141,8 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
         raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
     row = comparison_table(wide, [(a, b)], [category]).iloc[0]
     part = wide if category is None else wide.loc[[category]] if category in wide.index.get_level_values(0) else wide.iloc[:0]
-    test = tasks_test(part[a], part[b]) if a in part and b in part else {"untestable": "missing results",
-                                                                          "difference": np.nan}
+    test = tasks_test(part[a], part[b], margin_for(category)) if a in part and b in part else {
+        "untestable": "missing results", "difference": np.nan}
     verdict = decide(test, expected)
     if row["verdict"] == UNSETTLED and expected in ("better", "worse"):
         verdict = DISAGREE
@@ -150,7 +152,9 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
             "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"], "p": claim_p(test, expected),
             "90% CI": ci_text(test),
             "95% CI (bootstrap)": interval, "test": claim_test_name(test, expected) if "test" in test else "",
-            "units": test.get("units", ""),
+            "units": test.get("units", ""), "margin": test.get("margin", margin_for(category)),
+            "detectable (80% power)": test.get(f"detectable at {POWER:.0%} power", np.nan),
+            "units a side for 2x margin": test.get("units a side for 2x margin", np.nan),
             "margin side": margin_side(test, expected), "verdict at our scale": verdict, "_test": test}
 
 

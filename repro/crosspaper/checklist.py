@@ -20,6 +20,8 @@ CHECKLIST: list[tuple[int, str, str, str, str | None]] = [
      HEADLINE, None),
     (1, "Table 3", "Table 3: bidirectional attention consistently improves retrieval", HEADLINE, None),
     (1, "Table 3", "Table 3: bidirectional attention lowers clustering", HEADLINE, None),
+    (1, "Table 3", "Table 3: multi-layer trainable pooling beats last-layer trainable pooling under causal attention",
+     HEADLINE, None),
     (1, "Table 4", "model 5 significantly beats model 4 in all four categories", HEADLINE, None),
     (1, "Table 4", "model 5 is the best on STS and retrieval", HEADLINE, None),
     (1, "Table 5", "Table 5: model 5 is good on STS", ABLATION, None),

@@ -16,6 +16,7 @@ or from the claim text the claims module gives.
 from __future__ import annotations
 
 import pandas as pd
+from statsmodels.stats.multitest import multipletests
 
 from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, memory_claim
 from repro.autoregembed.claims import table_claims as p3_claims
@@ -30,7 +31,7 @@ from repro.book.pages import page_parameters
 from repro.core.comparison import claims_table, per_task_scores, with_adjusted_p
 from repro.core.seeds import one_seed, seeded_claims
 from repro.core.suites import suite_caps_text
-from repro.core.verdicts import INCONCLUSIVE, adjusted_verdict
+from repro.core.verdicts import INCONCLUSIVE, adjusted_verdict, is_tested
 from repro.crosspaper.combinations import combination_table
 from repro.crosspaper.combinations import ledger_rows as combination_rows
 from repro.crosspaper.ledger_paper2 import paper2_rows
@@ -259,7 +260,21 @@ def adjusted(rows: pd.DataFrame) -> pd.DataFrame:
                          paired=frame["statistic"], **{"p": frame["p"].astype(float)})
     out = with_adjusted_p(frame).rename(columns={"verdict at our scale": "verdict", "difference": "ours",
                                                  "p (BH-adjusted)": "p (BH)"})
-    return out.drop(columns=["comparison", "category", "paired"])
+    return with_holm(out.drop(columns=["comparison", "category", "paired"]))
+
+
+def with_holm(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` plus "p (Holm in statement)": Holm's adjustment of the raw p over the tested comparisons of each
+    statement (statsmodels ``multipletests``). A statement is contradicted only by a comparison contradicted at
+    both its ledger-wide BH p and this p, and a statement of existence supported only by one supported at both
+    (:func:`repro.crosspaper.statements.statements`): "contradicted if any" and "supported by any" are unions of
+    tests, so they are corrected within the statement; "supported if all" (an intersection-union test) needs no
+    correction."""
+    out = rows.assign(**{"p (Holm in statement)": float("nan")})
+    tested = out["verdict"].map(is_tested) & out["p"].notna()
+    for _, part in out[tested].groupby([out["paper"], out["claim"].map(statement_of)], sort=False):
+        out.loc[part.index, "p (Holm in statement)"] = multipletests(part["p"].astype(float), method="holm")[1]
+    return out
 
 
 def _compared(claim: str) -> str:

@@ -119,6 +119,14 @@ def main_table_rows(main: dict, current: bool = True, recompute: bool = False, l
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def edge_task_differences(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+    """Per backbone x prompt x task of the main table's current scope: edge/2 minus raw (x100), the per-task
+    differences Paper 2's Wilcoxon tests read (their spread calibrates that test, :mod:`repro.core.calibration`)."""
+    scores, _ = _page_sweep(page_parameters("p2_main_table", profile), recompute, {})
+    per_task = scores.groupby(["backbone", "prompt", "task", "variant"])["main_score"].mean().unstack("variant")
+    return ((per_task["edge/2"] - per_task["raw"]) * 100).rename("difference").dropna().reset_index()
+
+
 def filter_type_rows(types: dict, current: bool = True, recompute: bool = False, loaded: dict | None = None
                      ) -> pd.DataFrame:
     """The filter-type ablation's comparisons for one scope (a p2_filter_types parameter set): edge/2 against every

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.verdicts import TASKS_TEST
+from repro.core.verdicts import MARGINS, TASKS_TEST
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
-           "margin side", "verdict", "page", "current", "margin"]
+           "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",
+           "units a side for 2x margin", "task category", "tasks"]
 HEADLINE, ABLATION = "headline", "ablation"
 PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
           2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
@@ -41,7 +42,12 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         "expected": claims.get("expected", "better"),
         "p": p.astype(float), "margin side": claims.get("margin side", ""),
         "verdict": claims["verdict at our scale"], "page": page, "current": current,
-        "margin": claims["margin"] if "margin" in claims else float("nan")})
+        "margin": claims["margin"] if "margin" in claims else float("nan"),
+        **{c: claims[c] if c in claims else ("" if c == "90% CI" else float("nan")) for c in COLUMNS[-5:-2]},
+        # a row over one task category's tasks (the paired units are its tasks): how many there are
+        "task category": claims["category"].where(claims["category"].isin(list(MARGINS)), ""),
+        "tasks": pd.to_numeric(claims["paired"], errors="coerce").where(claims["category"].isin(list(MARGINS)))
+        if "paired" in claims else float("nan")})
 
 
 # a measured claim is shown as a measurement, never counted among the tested statements (verdicts.is_tested)
@@ -56,4 +62,6 @@ def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str,
     return pd.DataFrame([{"paper": PAPERS[paper], "claim": claim["claim (paper)"], "tier": HEADLINE, "scale": scale,
                           "ours": "", "paper (quoted)": NOT_QUOTED, "test": test, "statistic": statistic,
                           "expected": "better", "p": float("nan"), "margin side": "", "verdict": verdict,
-                          "page": page, "current": True, "margin": float("nan")}], columns=COLUMNS)
+                          "page": page, "current": True, "margin": float("nan"), "90% CI": "",
+                          "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan")}],
+                        columns=COLUMNS)

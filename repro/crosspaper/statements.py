@@ -9,11 +9,23 @@ import re
 
 import pandas as pd
 
-from repro.core.verdicts import CONTRADICTED, SAME_MODEL, SUPPORTED, adjusted_verdict, is_tested, statement_verdict
+from repro.core.verdicts import (
+    ALPHA,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    SAME_MODEL,
+    SUPPORTED,
+    adjusted_verdict,
+    base_verdict,
+    is_tested,
+    statement_verdict,
+)
 from repro.crosspaper.ledger import LAST_LAYER, all_comparisons, claims_ledger, statement_of
+from repro.pooling_attention.claims import SENTENCES
 from repro.store.results import all_results
 
 ANY = {LAST_LAYER}  # statements of existence: supported by any one of their comparisons
+FEW_TASKS = 3  # a category statement resting on this many tasks or fewer says so in its verdict
 
 
 def statements(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -23,28 +35,70 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
     rows = []
     frame = ledger.assign(statement=ledger["claim"].map(statement_of))
     for (paper, statement), part in frame.groupby(["paper", "statement"], sort=False):
-        verdicts = part["verdict"].tolist()
+        verdicts = _within_statement(part, statement in ANY)
         if statement in ANY:  # "not always": one supported comparison shows it; all contradicted refute it
             verdict = (SUPPORTED if SUPPORTED in verdicts else CONTRADICTED if set(verdicts) == {CONTRADICTED}
                        else statement_verdict([v for v in verdicts if v != CONTRADICTED]))
         else:
             verdict = statement_verdict(verdicts)
+        verdict += _few_tasks(part) if is_tested(verdict) else ""
         ours = pd.to_numeric(part["ours"], errors="coerce").where(part["verdict"].ne(SAME_MODEL))  # 0 by definition
         rows.append({"paper": paper, "statement": statement, "tier": part["tier"].iloc[0],
                      "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
                                                         f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
                      else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
                      "deciding p (BH)": _deciding_p(part, verdict),
-                     "verdict": verdict,
+                     "verdict": verdict, "power": _power_text(part) if base_verdict(verdict) == INCONCLUSIVE else "",
                      "pages": ", ".join(dict.fromkeys(part["page"]))})
     return pd.DataFrame(rows)
+
+
+def _within_statement(part: pd.DataFrame, existence: bool) -> list[str]:
+    """The comparisons' verdicts as the statement reads them: a contradicted comparison (for a statement of
+    existence, a supported one) counts only where its Holm p within the statement is below alpha as well
+    (:func:`repro.crosspaper.ledger.with_holm`); otherwise it is inconclusive for the statement."""
+    holm = part["p (Holm in statement)"] if "p (Holm in statement)" in part else pd.Series(0.0, index=part.index)
+    union = SUPPORTED if existence else CONTRADICTED
+    return [INCONCLUSIVE if base_verdict(v) == union and not (h < ALPHA) else v
+            for v, h in zip(part["verdict"], holm.fillna(1.0))]
+
+
+def _power_text(part: pd.DataFrame) -> str:
+    """For an inconclusive statement, what its least decided comparison (the largest raw p) could show: its 90%
+    interval, the effect detectable at 80% power with the units it has, and the units a side that twice the margin
+    would need from the measured spreads."""
+    tested = part[part["verdict"].map(is_tested) & part["p"].notna()]
+    if not len(tested) or "detectable (80% power)" not in tested:
+        return ""
+    row = tested.loc[tested["p"].astype(float).idxmax()]
+    tasks = "task" in str(row["test"]).lower() and "run" not in str(row["test"]).lower()  # deterministic methods
+    parts = [f"90% CI {row['90% CI']}"] if isinstance(row["90% CI"], str) and row["90% CI"] else []
+    if pd.notna(row["detectable (80% power)"]):
+        parts.append(f"detectable at 80% power: {row['detectable (80% power)']:.1f}")
+    needed = row["units a side for 2x margin"]
+    if pd.notna(needed):
+        count = "over 1000" if needed == float("inf") else str(int(needed))
+        parts.append(f"{count} tasks would detect 2x the margin (no run noise: more runs do not help)" if tasks else
+                     f"{count} runs a side would detect 2x the margin")
+    return "; ".join(parts)
+
+
+def _few_tasks(part: pd.DataFrame) -> str:
+    """" (Clustering on 1 task)" for the categories of a statement's comparisons that rest on 3 tasks or fewer."""
+    if "tasks" not in part:
+        return ""
+    few = part[pd.to_numeric(part["tasks"], errors="coerce").le(FEW_TASKS)]
+    counts = dict(zip(few["task category"], few["tasks"].astype(int)))
+    text = "; ".join(f"{c} on {n} task{'s' if n != 1 else ''}" for c, n in counts.items())
+    return f" ({text})" if text else ""
 
 
 def _deciding_p(part: pd.DataFrame, verdict: str) -> float:
     """The adjusted p a statement's verdict rests on: a contradicted statement, its most significant contradicting
     comparison; a supported one, its least significant supporting comparison (a statement of existence: its most
     significant); otherwise the largest p among its comparisons."""
-    deciding = part[part["verdict"] == verdict]["p (BH)"].dropna()
+    verdict = base_verdict(verdict)
+    deciding = part[part["verdict"].map(base_verdict) == verdict]["p (BH)"].dropna()
     if verdict == CONTRADICTED and len(deciding):
         return float(deciding.min())
     if verdict == SUPPORTED and len(deciding):
@@ -130,21 +184,24 @@ def verdict_changes(ledger: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_counts(statements_table: pd.DataFrame) -> pd.DataFrame:
     """Per paper and tier: how many statements got each verdict."""
-    return statements_table.groupby(["paper", "tier", "verdict"]).size().unstack(fill_value=0)
+    verdicts = statements_table["verdict"].map(base_verdict)
+    return statements_table.assign(verdict=verdicts).groupby(["paper", "tier", "verdict"]).size().unstack(fill_value=0)
 
 
 def summary_counts(counts: pd.Series) -> dict:
     """One paper's (or tier's) row of :func:`verdict_counts` as :func:`repro.crosspaper.summaries.summary_markdown`'s
     counts: supported, tested (every verdict but untestable, missing and no-verdict ones), untestable."""
     untested = int(sum(n for v, n in counts.items() if not is_tested(str(v))))
+    measured = int(sum(n for v, n in counts.items() if str(v).startswith("measured")))
+    counts = counts.groupby(counts.index.map(lambda v: base_verdict(str(v)))).sum()
     return {"supported": int(counts.get(SUPPORTED, 0)), "contradicted": int(counts.get(CONTRADICTED, 0)),
-            "tested": int(counts.sum()) - untested, "untestable": untested}
+            "tested": int(counts.sum()) - untested, "untestable": untested - measured, "measured": measured}
 
 
 def outcome_sentence(verdicts: pd.Series, noun: str) -> str:
     """How the tested ``noun`` (e.g. "Paper 1 statements") came out: supported, contradicted, and decided neither
     way (inconclusive, or significant but below the margin), the last two being what did not reproduce."""
-    counts = summary_counts(verdicts.astype(str).value_counts())
+    counts = summary_counts(verdicts.astype(str).map(base_verdict).value_counts())
     neither = counts["tested"] - counts["supported"] - counts["contradicted"]
     return (f"Of the {counts['tested']} tested {noun}, {counts['supported']} are supported, {counts['contradicted']} "
             f"contradicted and {neither} decided neither way (inconclusive at our runs, or significant but below the "
@@ -157,7 +214,7 @@ MARKS = {SUPPORTED: "✓", CONTRADICTED: "✗"}  # anything else a test decided:
 def mark(verdict: str) -> str:
     """A verdict as the intro's one-character mark: ✓ supported, ✗ contradicted, ~ decided otherwise (inconclusive,
     significant but below the margin), – not tested (one run per method, untestable, missing)."""
-    return MARKS.get(verdict, "~" if is_tested(verdict) else "–")
+    return MARKS.get(base_verdict(verdict), "~" if is_tested(verdict) else "–")
 
 
 def answer_table(statements_table: pd.DataFrame, tier: str = "headline") -> pd.DataFrame:
@@ -167,6 +224,8 @@ def answer_table(statements_table: pd.DataFrame, tier: str = "headline") -> pd.D
     quoted = part["paper (quoted)"].where(~part["paper (quoted)"].str.startswith("not quoted"), "-")
     inner = r"(?:[^()]|\([^()]*\))*"  # text with at most one level of parentheses inside
     quoted = quoted.str.replace(rf" \({inner}quoted{inner}\)$", "", regex=True)  # the source is on the ledger
-    return pd.DataFrame({"paper": part["paper"], "": part["verdict"].map(mark), "statement": part["statement"],
+    # where the reading of a statement (one-sided or parity) rests on the paper's own sentence, it is quoted beside it
+    statement = part["statement"].map(lambda s: f"{s}. The paper: {SENTENCES[s]}" if s in SENTENCES else s)
+    return pd.DataFrame({"paper": part["paper"], "": part["verdict"].map(mark), "statement": statement,
                          "ours": part["ours"], "paper (quoted)": quoted, "verdict": part["verdict"],
                          "pages": part["pages"]}).reset_index(drop=True)

@@ -95,7 +95,7 @@ def scope_and_scale(paper: int, profile: str = "standard") -> dict[str, str]:
                     "make testable.",
             "scale": f"ours: {', '.join(conv['backbones'])}, LoRA on CPU, at most {rule.steps} steps x {per_step} "
                      f"examples ({rule.steps * per_step:,}), {len(_tasks(tables))} tasks{fewer} at "
-                     f"'{tables['suite']}' caps; the paper: {_sizes(paper_profile.P1_BACKBONES)}, "
+                     f"'{tables['suite']}' caps; the paper: {_sizes(paper_profile.P1_TRAINED)}, "
                      f"{paper_tables['steps']:,} steps x "
                      f"{paper_tables['batch_size'] * paper_tables.get('accumulation', 1):,} examples, "
                      f"{len(paper_profile.P1_TASKS)} MTEB tasks ({source}).",
@@ -144,6 +144,9 @@ def _tier_sentence(label: str, counts: dict) -> str:
     untested = counts.get("untestable", 0)
     more = (f"; {untested} more {'has' if untested == 1 else 'have'} no verdict (one training run per method, too "
             "few paired units, or a model against itself)") if untested else ""
+    measured = counts.get("measured", 0)
+    more += (f"; {measured} {'is a measurement' if measured == 1 else 'are measurements'}, shown apart and not "
+             "counted as tests") if measured else ""
     return (f"*{label}:* {counts.get('supported', 0)} of {counts.get('tested', 0)} tested "
             f"{'is' if counts.get('supported', 0) == 1 else 'are'} supported, {counts.get('contradicted', 0)} "
             f"contradicted{more}.")

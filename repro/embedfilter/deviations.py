@@ -48,8 +48,12 @@ def deviation_table(tokenization: str = "official", protocol: str = "mteb", suit
         raise ValueError(f"unknown protocol '{protocol}'; valid: {', '.join(PROTOCOLS)}")
     official = tokenization == "official"
     ours = {
-        "backbones": "SmolLM2-135M-Instruct, Gemma-3-270M, Qwen2.5-Coder-0.5B (GGUF packages dequantized to fp32, "
-                     "2 CPU cores); Qwen2.5-Coder-0.5B shares Qwen2.5-0.5B's architecture but is the coder variant",
+        "backbones": "SmolLM2-135M-Instruct, Gemma-3-270M, Qwen2.5-Coder-0.5B-Instruct (GGUF packages dequantized to "
+                     "fp32, 2 CPU cores); Qwen2.5-Coder-0.5B-Instruct shares Qwen2.5-0.5B's architecture but is the "
+                     "coder variant, instruction-tuned. The unembedding matrix whose SVD gives the filter's directions "
+                     "is a Q8_0-quantized copy on all three (the GGUF files' output or tied embedding tensor; the other "
+                     "weights are 4-5-bit), dequantized to fp32: its small singular directions carry that "
+                     "quantization noise, the paper's fp16 matrix does not",
         "tasks": _tasks_text(suite),
         "PromptEOL template": f"the original `{get_prompt('prompteol').template}` (prompt `prompteol`); the official "
                               "code's variant is prompt `prompteol-summarize`",

@@ -32,14 +32,27 @@ TABLE_CLAIMS = (
     # Table 2 (causal attention): trainable pooling helps STS, with no clear gain on retrieval
     + [("Table 2: with causal attention, trainable pooling significantly improves STS", m, 1, "STS", "better")
        for m in (2, 3)]
+    # "no clear gain" is parity wording: tested two-sided against the margin (TOST), so a collapse contradicts it
     + [("Table 2: with causal attention, trainable pooling brings no clear gain on retrieval", m, 1, "Retrieval",
-        "no gain") for m in (2, 3)]
+        "equal") for m in (2, 3)]
+    # Table 3, causal attention: the paper's new pooling against last-layer trainable pooling (model 3 vs 2)
+    + [("Table 3: multi-layer trainable pooling beats last-layer trainable pooling under causal attention "
+        "(model 3 vs 2)", 3, 2, category, "better") for category in ("STS", "Retrieval")]
     # Table 3: bidirectional attention against causal, same pooling
     + [("Table 3: bidirectional attention consistently improves retrieval", a, b, "Retrieval", "better")
        for a, b in ATTENTION_PAIRS]
     + [("Table 3: bidirectional attention lowers clustering", a, b, "Clustering", "worse") for a, b in ATTENTION_PAIRS]
 )
 LAYER_SIMILARITY = "Figure 1: adjacent layers are alike, distant layers are not"
+# the paper's own sentence beside a statement whose reading (one-sided "not better" or parity) it decides
+SENTENCES = {
+    "trainable pooling / bidirectional attention are not significantly better than model 1 on classification and "
+    "clustering": "'they do not significantly surpass simpler designs like EOS-last token pooling and default causal "
+                  "attention in clustering and classification tasks' (abstract): one-sided, not a claim of parity",
+    "Table 3: multi-layer trainable pooling beats last-layer trainable pooling under causal attention (model 3 vs 2)":
+        "'This method proves to be statistically superior in text similarity and retrieval tasks compared to current "
+        "pooling methods' (abstract)",
+}
 
 # Table 5's statements about the second, smaller backbone (Tang & Yang's qualitative findings there)
 ROBUSTNESS_CLAIMS = (

@@ -18,7 +18,8 @@ from repro.training.data import DATASETS
 
 OFFICIAL = "yixuantt/PoolingAndAttn@57791d5"  # as read on 2026-12-02 (repro.book.paper_profile.SOURCES["1"])
 QUOTED = {  # the paper and its official code, quoted
-    "backbone": "Mistral-7B-v0.1, Llama-3-8B",
+    "backbone": "Mistral-7B-v0.1 for the five designs, Qwen2-0.5B for Table 5's robustness check; Llama-3-8B "
+                "appears only in the layer analysis",
     "training data, budget": "2,048 examples per step x 1,000 steps of its mixture",
     "optimiser": "lr 1e-5, 100 warm-up steps, linear decay over 1,000",
     "LoRA": "r 16, alpha 32, dropout 0.1 on every projection",

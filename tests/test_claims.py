@@ -100,9 +100,17 @@ def test_paper3_tables_claims_pick_the_best_contrastive_baseline_and_list_what_f
 def test_data_efficiency_tests_every_size_with_the_runs_as_units():
     rows = [{"method": m, "examples": n, "seed": s, "STS average": 50 + np.log2(n) + (3 if m == "AutoRegEmbed" else 0)
              + s / 10} for m in ("AutoRegEmbed", "mean, in-batch") for n in (64, 128, 256, 512) for s in (0, 1, 2)]
-    claims = data_efficiency_claims(pd.DataFrame(rows))
-    assert len(claims) == 4 and set(claims["claim (paper)"]) == {
-        "AutoRegEmbed beats mean, in-batch at equal training data, at every size (Figure 3)"}
+    every = data_efficiency_claims(pd.DataFrame(rows))
+    # beside "at every size": Figure 1's front (one comparison a size, against the strongest baseline there) and
+    # Figure 3's few samples (AutoRegEmbed at the size nearest 30% of the largest against the baseline at the largest)
+    from repro.autoregembed.claims import FEW_SAMPLES, PARETO
+
+    assert every["claim (paper)"].value_counts().to_dict() == {
+        "AutoRegEmbed beats mean, in-batch at equal training data, at every size (Figure 3)": 4, PARETO: 4,
+        FEW_SAMPLES: 1}
+    assert every[every["claim (paper)"] == FEW_SAMPLES]["comparison"].tolist() == [
+        "AutoRegEmbed at 128 vs mean, in-batch at 512"]
+    claims = every[every["claim (paper)"].str.endswith("(Figure 3)")]
     assert list(claims["category"]) == ["64 triplets", "128 triplets", "256 triplets", "512 triplets"]
     assert set(claims["units"]) == {"3 vs 3 runs"} and set(claims["verdict at our scale"]) == {"supported"}
     one = data_efficiency_claims(pd.DataFrame(rows)[lambda f: f.seed == 0])
@@ -115,7 +123,8 @@ def test_data_efficiency_tests_alignment_against_the_compression_only_line():
     references = pd.Series({"compression only": 50.0, "PromptEOL": 60.0})
     claims = data_efficiency_claims(pd.DataFrame(rows), references=references)
     assert list(dict.fromkeys(claims["comparison"])) == ["AutoRegEmbed vs mean, in-batch",
-                                                        "AutoRegEmbed vs compression only", "AutoRegEmbed vs PromptEOL"]
+                                                        "AutoRegEmbed vs compression only", "AutoRegEmbed vs PromptEOL",
+                                                        "AutoRegEmbed at 256 vs mean, in-batch at 1024"]
     prompt = claims[claims.comparison == "AutoRegEmbed vs PromptEOL"]  # 6-10 points below the fixed PromptEOL
     assert list(prompt["units"].unique()) == ["3 runs vs one fixed model"]  # PromptEOL is training-free
     assert set(prompt["verdict at our scale"]) == {"contradicted"} and prompt["claim (paper)"].iloc[0].startswith(
@@ -124,7 +133,8 @@ def test_data_efficiency_tests_alignment_against_the_compression_only_line():
     below = claims[claims.comparison == "AutoRegEmbed vs compression only"]
     assert set(below["verdict at our scale"]) == {ONE_RUN} and set(below["mean second"]) == {50.0}
     assert below["claim (paper)"].iloc[0].startswith("alignment improves on compression only")
-    assert len(data_efficiency_claims(pd.DataFrame(rows), references=references.drop("compression only"))) == 10
+    # 5 sizes x (mean, PromptEOL), 5 for Figure 1's front, 1 for Figure 3's few samples
+    assert len(data_efficiency_claims(pd.DataFrame(rows), references=references.drop("compression only"))) == 16
     # stage-2 seeds that share one stage 1 are one independent run: nothing about AutoRegEmbed is testable
     shared = pd.DataFrame(rows).assign(unit=lambda f: np.where(f.method == "AutoRegEmbed", "stage 1 a",
                                                                "run " + f.seed.astype(str)))
@@ -333,9 +343,15 @@ def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees
     wide = scores(cells | {"full (Eq. 2, sigmoid)": base})
     claims = grid_claims(wide).set_index("comparison")
     # tau 0.02 and 0.1 at beta 0.1; tau 1.0 at 3 betas; beta 0.05 and 0.2 at tau 0.05; and "stable elsewhere":
-    # every cell of tau 0.02, 0.05, 0.1 but the chosen one, as equivalence to it
+    # every cell of tau 0.02, 0.05, 0.1 but the chosen one, as equivalence to it; tau 0.05 with beta 0.2 against
+    # each change alone (beta 0.1 at tau 0.05, beta 0.2 at tau 0.1)
+    from repro.autoregembed.claims import TOGETHER
+
     stable = claims[claims["claim (paper)"].str.startswith("the results are stable")]
-    assert len(claims) == 7 + 8 and len(stable) == 8 and set(stable["expected"]) == {"equal"}
+    assert len(claims) == 7 + 8 + 2 and len(stable) == 8 and set(stable["expected"]) == {"equal"}
+    assert sorted(claims[claims["claim (paper)"] == TOGETHER].index) == [
+        "tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "tau=0.05, beta=0.2 vs tau=0.1, beta=0.2"]
+    claims = claims[claims["claim (paper)"] != TOGETHER]
     assert set(stable["verdict at our scale"]) == {"supported"}  # noise of SD 0.5 on 8 tasks, inside +-1
     claims = claims[~claims["claim (paper)"].str.startswith("the results are stable")]
     assert set(claims.loc[[f"tau=1.0, beta={b} vs tau=0.05, beta={b}" for b in (0.05, 0.1, 0.2)],
@@ -343,7 +359,8 @@ def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees
     assert claims.loc["tau=0.02, beta=0.1 vs tau=0.05, beta=0.1", "verdict at our scale"] == "inconclusive"
     # no gain, with noise of SD 0.5 over 8 tasks: the one-sided interval stays below the 1-point margin
     assert claims.loc["tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "verdict at our scale"] == "supported"
-    assert len(grid_claims(wide.drop(columns=["tau=0.05, beta=0.1"]))) == 2  # tau=1.0 vs tau=0.05 at beta 0.05, 0.2
+    # without the chosen cell: tau=1.0 vs tau=0.05 at beta 0.05 and 0.2, and tau 0.05 with beta 0.2 vs tau 0.1 there
+    assert len(grid_claims(wide.drop(columns=["tau=0.05, beta=0.1"]))) == 3
     flat = grid_friedman(wide.drop(columns=[c for c in wide.columns if c.startswith("tau=1.0")]))
     assert flat["cells"] == 9 and flat["tasks"] == 8 and flat["p (Friedman)"] > 0.05
     assert grid_friedman(wide)["p (Friedman)"] < 0.001  # the tau = 1.0 row differs

@@ -40,10 +40,9 @@ def _page_claims():
     """The verdict tables of the pages that test statements with training runs as units, built as the pages build
     them from the committed store (the book's parameters)."""
     from repro.autoregembed.claims import data_efficiency_claims
-    from repro.autoregembed.experiments import converged
+    from repro.autoregembed.experiments import independent
     from repro.autoregembed.experiments.configs import page_configs
     from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
-    from repro.autoregembed.experiments.search import base_config
     from repro.book.pages import page_parameters
     from repro.core.seeds import seeded_claims
     from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS, TABLE_CLAIMS, present_claims
@@ -59,8 +58,8 @@ def _page_claims():
         if claims:
             yield 1, "p1_converged", seeded_claims(frame, claims)
     p = page_parameters("p3_converged", "standard")
-    scores, _ = converged.final_scores(base_config(p["backbone"]), p["seeds"], p["suite"])
-    claims = [x for x in converged.CLAIMS if {x[1], x[2]} <= set(scores.model)] if len(scores) else []
+    scores, _ = independent.final_scores(p["seeds"], p["backbone"], p["suite"])  # the chains: the current rows
+    claims = [x for x in independent.CLAIMS if {x[1], x[2]} <= set(scores.model)] if len(scores) else []
     if claims:
         yield 3, "p3_converged", seeded_claims(scores, claims)
     d = page_parameters("p3_data_efficiency", "standard")

@@ -21,6 +21,7 @@ from statsmodels.stats.multitest import multipletests
 from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, memory_claim
 from repro.autoregembed.claims import table_claims as p3_claims
 from repro.autoregembed.experiments import converged as p3_converged
+from repro.autoregembed.experiments import independent as p3_independent
 from repro.autoregembed.experiments import search as p3_search
 from repro.autoregembed.experiments.ablations import ablation_scores
 from repro.autoregembed.experiments.configs import page_configs
@@ -202,11 +203,28 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
 
 
 def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
-    """Tables 1-2's stage-2 claims under the budget rule (page ``p3_converged``), once the dev-selected
-    configurations are scored: the runs as units; no rows before."""
+    """Tables 1-2's stage-2 claims under the budget rule (page ``p3_converged``), runs as units: from the independent
+    chains (one stage 1 per seed, the principled template, :mod:`repro.autoregembed.experiments.independent`) once
+    one is scored; the earlier runs that all start from one 300-step stage 1 are then history (superseded)."""
     c = page_parameters("p3_converged", profile)
     base = p3_search.base_config(c["backbone"])
     frame, _ = p3_converged.final_scores(base, c["seeds"], c["suite"])
+    chains, _ = p3_independent.final_scores(p3_independent.SEEDS, c["backbone"], c["suite"])
+    parts = [_converged_claim_rows(frame, base, c, current=chains.empty)]
+    if not chains.empty:
+        stored = sorted(chains[chains["model"] == p3_converged.AUTOREG]["seed"].unique())
+        scale = (f"{c['backbone']}, independent chains (stage 1 under the budget rule and the principled template, "
+                 f"one per seed; stored seeds {', '.join(map(str, stored))} of {len(p3_independent.SEEDS)}), each with "
+                 f"its own dev-selected stage 2; the budget-rule page's best contrastive baseline, seeds "
+                 f"{', '.join(map(str, sorted(chains[chains['model'] == p3_converged.BASELINE]['seed'].unique())))};"
+                 f" '{c['suite']}' suite")
+        claims = [x for x in p3_independent.CLAIMS if {x[1], x[2]} <= set(chains.model)]
+        parts.append(from_claims(3, seeded_claims(chains, claims), scale, "p3_converged"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _converged_claim_rows(frame: pd.DataFrame, base, c: dict, current: bool) -> pd.DataFrame:
+    """The earlier budget-rule runs' rows (every AutoRegEmbed seed from one 300-step stage 1)."""
     claims = [x for x in p3_converged.CLAIMS if {x[1], x[2]} <= set(frame.model)] if len(frame) else []
     if not claims:
         return pd.DataFrame(columns=COLUMNS)
@@ -219,7 +237,7 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
     if start:  # AutoRegEmbed is then its stage 1: a difference of 0 from compression only by construction
         scale += (f"; at AutoRegEmbed's seed{'s' if len(start) > 1 else ''} {', '.join(map(str, start))} dev "
                   "selected step 0, the stage-1 encoder")
-    return from_claims(3, seeded_claims(frame, claims), scale, "p3_converged")
+    return from_claims(3, seeded_claims(frame, claims), scale, "p3_converged", current=current)
 
 
 def _page_overrides(pages: dict[str, dict] | None, profile: str = "standard") -> dict[str, dict]:

@@ -37,7 +37,8 @@ from repro.autoregembed import train as ar_train
 from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.autoregembed.data import read_stage1, split_align
 from repro.autoregembed.experiments import converged, search
-from repro.autoregembed.experiments.scores import evaluate_autoreg
+from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
+from repro.core.scoring import stored_per_task
 from repro.store.runs import ensure_trained
 from repro.training import budget
 
@@ -206,3 +207,35 @@ def scale_text(backbone: str = "smollm2-135m") -> str:
             f"steps × {align.batch_size} triplets ({align.steps * align.batch_size:,} of our {triplets:,} training "
             f"triplets), against the paper's {PAPER_STAGE2[0]:,} triplets × {PAPER_STAGE2[1]} epochs (quoted). "
             f"{backbone}, full fine-tuning, fp32 on 2 CPU cores")
+
+
+def final_scores(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m", suite: str = converged.FINAL_SUITE,
+                 tasks: Sequence[str] = converged.TASKS) -> tuple[pd.DataFrame, dict]:
+    """The independent chains' stored scores on the budget-rule page's final suite and tasks (model, seed, unit,
+    task, category, score x100): compression only from each seed's own stage 1, AutoRegEmbed from its stage 2 (its
+    stage 1 where dev selected the start), both with the stage-1 weights digest as their unit (distinct per seed),
+    beside the budget-rule page's best contrastive baseline at its seeds (independent runs); records keyed
+    (model, seed, task). A seed with a task missing is left out (no mixed task sets)."""
+    frames, records = [], {}
+    for seed in seeds:
+        align = stage2_config(seed, backbone)
+        compression = stored_per_task(SCORES_EXPERIMENT,
+                                                score_identity(align.compress, converged.EVAL_MAX_LENGTH), suite,
+                                                tasks)
+        if len(compression) < len(tasks):
+            continue
+        digest = next(iter(compression.values())).get("weights_sha256", f"seed {seed}")
+        autoreg = compression if converged.selects_start(align) else converged.stored_scores(align, suite, tasks)
+        for label, found in ((converged.COMPRESSION, compression), (converged.AUTOREG, autoreg)):
+            if len(found) == len(tasks):
+                frames.append(converged.task_frame(found, model=label, seed=seed, unit=f"stage 1 {digest}"))
+                records.update({(label, seed, t): r for t, r in found.items()})
+    if frames:  # the contrastive side: the budget-rule page's selected baseline, its own independent runs
+        baseline, found = converged.final_scores(search.base_config(backbone), converged.SEEDS, suite, tasks)
+        frames.append(baseline[baseline["model"] == converged.BASELINE])
+        records.update({k: r for k, r in found.items() if k[0] == converged.BASELINE})
+    columns = ["model", "seed", "unit", "task", "category", "score"]
+    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)), records
+
+
+CLAIMS = converged.CLAIMS  # alignment over compression only, and against contrastive training: STS and retrieval

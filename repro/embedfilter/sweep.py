@@ -27,7 +27,7 @@ from repro.core.suites import describe_suite, suite_caps, suite_caps_text
 from repro.core.tasks import TASKS, check_task_names, data_fingerprint, suite_task
 from repro.embedfilter.filters import Normalized, make_filter, parse_variant, sweep_variants, unembedding_spectrum
 from repro.store.identity import config_identity
-from repro.store.results import all_results, decode_array, encode_array, load_or_compute
+from repro.store.results import all_results, decode_array, encode_array, load_covering, load_or_compute, load_result
 
 EXPERIMENT = "embedfilter"
 # "mteb": raw embeddings into mteb's evaluators, its main scores (the book's earlier sweeps); "official": as the
@@ -90,6 +90,10 @@ def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants
               "data": data_fingerprint(task_name)}
     if official:
         params["protocol"] = "official"
+    if not recompute:  # a sweep stored with more variants answers fewer (a page narrowed to a subset of ratios)
+        covering = load_result(EXPERIMENT, params) or load_covering(EXPERIMENT, params, "variants", "variant")
+        if covering is not None:
+            return covering
 
     def compute():
         start = time.perf_counter()

@@ -171,6 +171,43 @@ def rows_of(record: dict) -> pd.DataFrame:
     return pd.DataFrame(record["rows"])
 
 
+COMPUTE_ENV = "REPRO_COMPUTE"  # "refuse": any result that is not stored raises instead of being computed
+
+
+def load_covering(experiment: str, params: dict, list_key: str, row_key: str) -> dict | None:
+    """A stored result that answers ``params`` although its key differs: one whose parameters are the same but for
+    ``list_key`` (a list of what it computed, e.g. the variants of a sweep), which holds every value ``params``
+    asks for. Its rows are those whose ``row_key`` is asked for, in the order asked; None if none is stored. Only
+    the files of the same slug (backbone, prompt, suite, task...) are read."""
+    wanted = list(params[list_key])
+    folder = results_dir() / experiment
+    slug = params_key(params).rsplit("-", 1)[0] if "-" in params_key(params) else ""
+    same = {k: v for k, v in json.loads(json.dumps(params, default=str)).items() if k != list_key}
+    for path in sorted(folder.glob(f"{slug}-*.json") if slug and folder.is_dir() else []):
+        record = json.loads(path.read_text())
+        stored = record.get("params", {})
+        if {k: v for k, v in stored.items() if k != list_key} != same or not set(wanted) <= set(stored.get(list_key, [])):
+            continue
+        rows = [r for r in record["rows"] if r.get(row_key) in wanted]
+        rows.sort(key=lambda r: wanted.index(r[row_key]))
+        _log_reads(experiment, [path])
+        return record | {"rows": rows, "covered_by": stored[list_key]}
+    return None
+
+
+def _estimate(experiment: str) -> str:
+    """A stored result's typical cost in ``experiment`` (the median of its records' first timing in seconds)."""
+    folder = results_dir() / experiment
+    seconds = []
+    for path in sorted(folder.glob("*.json"))[:30] if folder.is_dir() else []:
+        timings = json.loads(path.read_text()).get("timings", {})
+        first = next((v for v in timings.values() if isinstance(v, (int, float))), None)
+        if first is not None:
+            seconds.append(float(first))
+    return f"about {sorted(seconds)[len(seconds) // 2] / 60:.1f} min each on this store's machines" if seconds \
+        else "cost unknown (no stored result of this experiment to go by)"
+
+
 def load_or_compute(experiment: str, params: dict, compute: Callable[[], tuple[pd.DataFrame, dict, dict]],
                     recompute: bool = False) -> dict:
     """The stored result for ``params``, or ``compute()`` -> (rows, timings, extra), stored and returned.
@@ -181,6 +218,9 @@ def load_or_compute(experiment: str, params: dict, compute: Callable[[], tuple[p
         record = load_result(experiment, params)
         if record is not None:
             return record
+    if os.environ.get(COMPUTE_ENV) == "refuse":
+        raise RuntimeError(f"{COMPUTE_ENV}=refuse: {experiment}/{params_key(params)} is not stored and would be computed "
+                           f"({_estimate(experiment)})")
     with exclusive(str(result_path(experiment, params))):
         record = None if recompute else load_result(experiment, params)  # stored by another lane meanwhile?
         if record is None:

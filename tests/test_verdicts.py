@@ -227,3 +227,18 @@ def test_the_tests_the_ledger_uses_are_calibrated_at_the_measured_spreads(monkey
     assert set(table["test"]) == {t[0] for t in TEST_TYPES}
     print(table.to_string())
     assert (table["null rate"] <= 0.06).all(), table[table["null rate"] > 0.06]
+
+
+def test_the_mixed_model_is_a_sensitivity_fitted_only_where_it_can_be():
+    """Runs and tasks as crossed random effects (statsmodels MixedLM): a clear difference gets a small p, none a
+    large one; one task (a run's one score cannot separate its effect from the residual) or one run a side: NaN."""
+    from repro.core.verdicts import mixedlm_p
+
+    clear = simulate_runs(4, 9, effect=4.0, run_sd=1.0, residual_sd=0.5, rng=np.random.default_rng(1))
+    # no difference: a's runs are b's, their order over seeds reversed
+    b_runs = clear[clear["model"] == "b"]
+    none = pd.concat([b_runs.assign(model="a", seed=3 - b_runs["seed"]), b_runs], ignore_index=True)
+    assert mixedlm_p(clear, "a", "b", "STS") < 0.01 and mixedlm_p(none, "a", "b", "STS") > 0.5
+    one_task = clear[clear["task"] == "t0"]
+    assert np.isnan(mixedlm_p(one_task, "a", "b", "STS"))
+    assert np.isnan(mixedlm_p(clear[(clear["model"] == "a") | (clear["seed"] == 0)], "a", "b", "STS"))

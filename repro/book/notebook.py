@@ -116,7 +116,7 @@ def verdict_lead(claims, what: str = "comparisons") -> str:
 
 CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "category", "paired": "tasks",
                  "units": "units", "difference": "difference", "90% CI": "90% CI", "p": "p",
-                 "p (BH-adjusted)": "BH", "seed spread": "spread", "verdict at our scale": "verdict"}
+                 "p (BH-adjusted)": "BH", "p (BH over the ledger)": "BH (ledger)", "seed spread": "spread", "verdict at our scale": "verdict"}
 
 
 def claims_view(claims):

@@ -45,5 +45,23 @@ def parameter_table() -> pd.DataFrame:
         for parameter in profiles["standard"]:
             pages.setdefault(parameter, []).append(name)
     return pd.DataFrame([{"parameter": parameter, "type": _type_text(PARAMETER_TYPES[parameter]),
-                          "values": allowed.get(parameter, ""), "pages": ", ".join(names)}
+                          "values": allowed.get(parameter, ""), "changing it": changing(parameter),
+                          "pages": ", ".join(names)}
                          for parameter, names in pages.items()]).set_index("parameter")
+
+
+SELECTS = ("selects from the store: a subset or reordering of the book's value reads the stored results (each is "
+           "stored per unit, or found under a stored superset); only a value the store lacks computes")
+COMPUTES = ("computes unless the store holds that setting: it changes what is computed (a new result, estimated "
+            "by the page's cost on this page)")
+
+
+def changing(parameter: str) -> str:
+    """Whether changing ``parameter`` only selects among stored results or computes new ones (the rerun page's
+    column; ``REPRO_COMPUTE=refuse`` turns any computation into a one-line error naming it)."""
+    kind = PARAMETER_TYPES[parameter][0]
+    if parameter == "recompute":
+        return "True computes every result of the page again"
+    if parameter == "profile":
+        return "selects the book's parameter set (smoke or standard: both stored)"
+    return SELECTS if isinstance(kind, tuple) and kind[0] is list else COMPUTES

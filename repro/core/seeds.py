@@ -16,7 +16,7 @@ import pandas as pd
 
 from repro.core.paired import lacks_units, paired_test
 from repro.core.tasks import TASKS
-from repro.core.verdicts import claim_row, is_tested, run_comparison
+from repro.core.verdicts import claim_row, is_tested, mixedlm_p, run_comparison
 
 
 def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -68,6 +68,8 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
         row = claim_row(claim, f"{a} vs {b}", category or "all tasks", expected, test,
                         means.loc[a] if x else [], means.loc[b] if y else [], test.get("tasks", 0))
         tail = {k: row.pop(k) for k in ("margin side", "verdict at our scale")}  # the seed columns before them
+        if category is not None:  # a category statement: the mixed model over runs and tasks, as a sensitivity
+            row["p (MixedLM)"] = mixedlm_p(frame, a, b, category)
         rows.append(row | {"seeds": min(x, y), "seeds (first/second)": f"{x}/{y}",
                            "seed spread": float(np.nanmax(sd)) if not np.all(np.isnan(sd)) else np.nan} | tail)
     return pd.DataFrame(rows)

@@ -379,6 +379,42 @@ def run_comparison(frame: pd.DataFrame, a, b, category: str | None = None, margi
     return test
 
 
+def mixedlm_p(frame: pd.DataFrame, a, b, category: str | None = None) -> float:
+    """A sensitivity check of :func:`run_comparison`: the p of ``a`` vs ``b`` from a linear mixed model with the
+    runs and the tasks as crossed random effects (statsmodels ``MixedLM``: score ~ side, variance components for
+    run and task), on the category's tasks every run has (the runs of one unit averaged, as
+    :func:`per_run_means`). Its p is a large-sample Wald z, anti-conservative at 3-5 runs a side: a sensitivity,
+    never the verdict. NaN where it cannot be fitted (fewer than 2 runs a side; one task, where a run's one score
+    leaves its effect and the residual apart unidentified; no convergence)."""
+    import warnings
+
+    import statsmodels.formula.api as smf
+
+    part = frame if category is None else frame[frame["category"] == category]
+    part = distinct_runs(part[part["model"].isin([a, b])])
+    if "unit" in part:
+        part = part.groupby(["model", "unit", "task"], as_index=False, sort=False)["score"].mean().rename(
+            columns={"unit": "seed"})
+    runs = part.groupby(["model", "seed"])["task"].apply(set)
+    if len(runs) < 4 or min(part.groupby("model")["seed"].nunique().reindex([a, b]).fillna(0)) < 2:
+        return np.nan
+    shared = set.intersection(*runs.tolist())
+    if len(shared) < 2:
+        return np.nan
+    data = part[part["task"].isin(shared)].assign(
+        side=lambda d: (d["model"] == a).astype(float), run=lambda d: d["model"].astype(str) + "/" + d["seed"].astype(str),
+        group=1)
+    vc = {"run": "0 + C(run)", "task": "0 + C(task)"}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = smf.mixedlm("score ~ side", data, groups="group", vc_formula=vc).fit(reml=True)
+        p = float(fit.pvalues["side"])
+    except (ValueError, np.linalg.LinAlgError):
+        return np.nan
+    return p if np.isfinite(p) else np.nan
+
+
 def ci_text(test: dict) -> str:
     """The test's 90% interval as "[low, high]" (empty where it has none)."""
     low, high = test.get("90% CI", (np.nan, np.nan))

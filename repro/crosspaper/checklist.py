@@ -35,6 +35,8 @@ CHECKLIST: list[tuple[int, str, str, str, str | None]] = [
     (2, "main table (per category)", "the edge/2 gain over raw holds in every task category", ABLATION, None),
     (2, "filter-type ablation", "edge is the best ratio-2 filter", ABLATION, None),
     (2, "key observation", "raw embeddings align with frequent tokens in vocabulary space", HEADLINE, None),
+    (2, "title (mechanism)", "frequent-token features sit in particular singular directions of the unembedding matrix",
+     HEADLINE, None),
     (2, "efficiency", "a higher ratio shrinks the index and the search time", HEADLINE, None),
     (2, "main table (numbers)", "the paper's main-table numbers on Qwen2.5-0.5B, Llama-3.1-8B and Mistral-7B",
      HEADLINE, "7B and 8B backbones do not fit a 2-core CPU and its 49 MTEB datasets need the network: the `paper` "

@@ -22,13 +22,19 @@ from repro.crosspaper.ledger_schema import (
     from_claims,
     measured_row,
 )
-from repro.embedfilter.claims import best_variant_tests, frequency_claims, storage_claim, tests_against
+from repro.embedfilter.claims import (
+    best_variant_tests,
+    frequency_claims,
+    mechanism_claims,
+    storage_claim,
+    tests_against,
+)
 from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
 from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
 from repro.embedfilter.search_cost import search_cost
 from repro.embedfilter.sweep import parse_run, stored_scores, sweep_scores
-from repro.embedfilter.vocab_lens import vocabulary_probe
+from repro.embedfilter.vocab_lens import removed_band_alignment, vocabulary_probe
 
 
 def _quoted_gain(prompt: str, variant: str, sign: int = 1) -> str:
@@ -165,6 +171,14 @@ def lens_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFram
     rows = from_claims(2, claims, f"{probe['n_sentences']} STS-B test sentences, {probe['prompt']} "
                         f"({probe['tokenization']} tokenization), edge/2", "p2_vocab_probe",
                         quoted="the paper shows it in examples and figures; no number is tested there")
+    bands = mechanism_claims({b: removed_band_alignment(b, probe["prompt"], n_sentences=probe["n_sentences"],
+                                                        recompute=recompute, tokenization=probe["tokenization"])
+                              for b in probe["backbones"]})
+    bands = bands.assign(comparison=bands["category"] + ", " + bands["comparison"], category=None)
+    rows = pd.concat([rows, from_claims(
+        2, bands, f"the mean of {probe['n_sentences']} STS-B test sentences' embeddings, {probe['prompt']} "
+        f"({probe['tokenization']} tokenization), the band edge/2 removes against 1,000 random bands of its size",
+        "p2_vocab_probe", quoted="the paper's title and analysis; no number is tested there")], ignore_index=True)
     cost = page_parameters("p2_dimension_cost", profile)
     widths = sorted({LazyBackbone(b).hidden_size for b in cost["backbones"]})
     claim = storage_claim({w: search_cost(w, cost["ratios"], recompute=recompute) for w in widths})

@@ -10,7 +10,7 @@ from repro.core.verdicts import MARGINS, TASKS_TEST
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",
-           "units a side for 2x margin", "task category", "tasks"]
+           "units a side for 2x margin", "task category", "tasks", "p (MixedLM)"]
 HEADLINE, ABLATION = "headline", "ablation"
 PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
           2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
@@ -47,7 +47,8 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         # a row over one task category's tasks (the paired units are its tasks): how many there are
         "task category": claims["category"].where(claims["category"].isin(list(MARGINS)), ""),
         "tasks": pd.to_numeric(claims["paired"], errors="coerce").where(claims["category"].isin(list(MARGINS)))
-        if "paired" in claims else float("nan")})
+        if "paired" in claims else float("nan"),
+        "p (MixedLM)": claims["p (MixedLM)"] if "p (MixedLM)" in claims else float("nan")})
 
 
 # a measured claim is shown as a measurement, never counted among the tested statements (verdicts.is_tested)
@@ -63,5 +64,5 @@ def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str,
                           "ours": "", "paper (quoted)": NOT_QUOTED, "test": test, "statistic": statistic,
                           "expected": "better", "p": float("nan"), "margin side": "", "verdict": verdict,
                           "page": page, "current": True, "margin": float("nan"), "90% CI": "",
-                          "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan")}],
+                          "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"), "p (MixedLM)": float("nan")}],
                         columns=COLUMNS)

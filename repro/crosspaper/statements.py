@@ -49,6 +49,7 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
                      else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
                      "deciding p (BH)": _deciding_p(part, verdict),
                      "verdict": verdict, "power": _power_text(part) if base_verdict(verdict) == INCONCLUSIVE else "",
+                     "MixedLM (sensitivity)": _mixed_model(part),
                      "pages": ", ".join(dict.fromkeys(part["page"]))})
     return pd.DataFrame(rows)
 
@@ -81,6 +82,26 @@ def _power_text(part: pd.DataFrame) -> str:
         parts.append(f"{count} tasks would detect 2x the margin (no run noise: more runs do not help)" if tasks else
                      f"{count} runs a side would detect 2x the margin")
     return "; ".join(parts)
+
+
+def _mixed_model(part: pd.DataFrame) -> str:
+    """Does the mixed model over runs and tasks (``p (MixedLM)``, a sensitivity column of category statements about
+    trained methods) decide the statement's gain comparisons as the runs test does (both at the raw p)? "" where it
+    was not fitted."""
+    if "p (MixedLM)" not in part:
+        return ""
+    rows = part[part["p (MixedLM)"].notna() & part["expected"].isin(["better", "worse"]) & part["verdict"].map(is_tested)]
+    if not len(rows):
+        return ""
+    differ = []
+    for _, r in rows.iterrows():
+        welch, mixed = (adjusted_verdict(INCONCLUSIVE, r["expected"], float(r["ours"]), "", p)
+                        for p in (r["p"], r["p (MixedLM)"]))
+        if welch != mixed:
+            differ.append(f"[{r['claim'].rsplit(' [', 1)[-1].rstrip(']')}]: the mixed model says {mixed}, the runs "
+                          f"test {welch}")
+    return (f"disagrees on {len(differ)} of {len(rows)}: " + "; ".join(differ)) if differ else \
+        f"agrees on all {len(rows)}"
 
 
 def _few_tasks(part: pd.DataFrame) -> str:

@@ -84,3 +84,21 @@ def tiny_dir(tmp_path_factory):
     backbone.model.save_pretrained(folder)
     backbone.tokenizer.save_pretrained(folder)
     return str(folder)
+
+
+def _site_state() -> dict:
+    """book/'s built site and executed pages (what a reader built): every file's size and mtime."""
+    from repro.book.build import BOOK_DIR
+
+    files = [*(BOOK_DIR / "_build").rglob("*"), *BOOK_DIR.glob("*.ipynb")]
+    return {str(p): (p.stat().st_size, p.stat().st_mtime) for p in files if p.is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_published_site_is_left_alone():
+    """The suite never touches book/_build or book/*.ipynb: a reader who built the book and then ran the tests
+    still reads their book (the smoke book builds in a folder of its own, tests/test_book.py)."""
+    before = _site_state()
+    yield
+    changed = sorted(set(before.items()) ^ set(_site_state().items()))
+    assert not changed, f"the test suite changed the published site: {[c[0] for c in changed][:5]}"

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from repro.book.build import parse_override
 from repro.book.pages import NOTEBOOKS, page_parameters
 
 SMOKE_STORE = Path(__file__).parent / "data" / "smoke_results"  # scripts/smoke_store.py
+# the smoke book is built here, never in book/: the suite leaves the published site alone (conftest checks it)
+SMOKE_BOOK = Path(tempfile.mkdtemp(prefix="repro-smoke-book-"))
 
 
 def test_overrides_parse_literals_and_strings():
@@ -141,11 +144,11 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     store = Path(os.environ["REPRO_RESULTS_DIR"])
     shutil.copytree(SMOKE_STORE, store, dirs_exist_ok=True)
     before = {p.relative_to(store) for p in store.rglob("*.json")}
-    build.main(["--profile", "smoke"])
+    build.main(["--profile", "smoke", "--book-dir", str(SMOKE_BOOK)])
     computed = sorted(str(p.relative_to(store)) for p in store.rglob("*.json") if p.relative_to(store) not in before)
     assert not computed, f"the committed smoke store is stale, the build computed {computed[:4]}: run " \
                          "scripts/smoke_store.py and commit tests/data/smoke_results"
-    html = build.BOOK_DIR / "_build" / "html"
+    html = SMOKE_BOOK / "_build" / "html"
     for name in NOTEBOOKS:
         assert (html / f"{name}.html").is_file(), name
     for page in ("intro", *NOTEBOOKS):
@@ -215,7 +218,7 @@ def superseded_pages() -> set[str]:
 
 def glued(page: str) -> dict[str, str]:
     """The values a built page glued (myst-nb), by name, as text."""
-    nb = nbformat.read(build.BOOK_DIR / f"{page}.ipynb", as_version=4)
+    nb = nbformat.read(SMOKE_BOOK / f"{page}.ipynb", as_version=4)
     return {o["metadata"]["scrapbook"]["name"]: str(next(iter(o["data"].values())))
             for cell in nb.cells for o in cell.get("outputs", []) if "scrapbook" in o.get("metadata", {})}
 
@@ -255,9 +258,10 @@ def test_smoke_pages_compute_their_results_from_an_empty_store(tmp_path):
     tests (test_embedfilter, the two-lane test)."""
     from repro.store.results import all_results
 
-    build.main(["--profile", "smoke", "--no-site", "--only", "p1_layer_correlation", "p1_train", "p2_vocab_probe"])
+    build.main(["--profile", "smoke", "--no-site", "--book-dir", str(tmp_path), "--only", "p1_layer_correlation",
+                "p1_train", "p2_vocab_probe"])
     for name in ("p1_layer_correlation", "p1_train", "p2_vocab_probe"):
-        page = nbformat.read(build.BOOK_DIR / f"{name}.ipynb", as_version=4)
+        page = nbformat.read(tmp_path / f"{name}.ipynb", as_version=4)
         assert not [o for c in page.cells for o in c.get("outputs", []) if o.get("output_type") == "error"], name
     assert all_results("p1_layer_correlation") and all_results("trained_runs") and all_results("embedfilter_lens")
 
@@ -279,15 +283,17 @@ def test_two_lanes_split_a_pages_runs_and_the_page_completes(tmp_path, monkeypat
 
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))  # nothing stored: every run is computed
     monkeypatch.setenv("REPRO_RUNS_DIR", str(tmp_path / "runs"))
-    build.main(["--profile", "smoke", "--no-site", "--only", "p3_ablations", "--lanes", "2"])
-    page = nbformat.read(build.BOOK_DIR / "p3_ablations.ipynb", as_version=4)
+    build.main(["--profile", "smoke", "--no-site", "--book-dir", str(tmp_path / "book"), "--only", "p3_ablations",
+                "--lanes", "2"])
+    page = nbformat.read(tmp_path / "book" / "p3_ablations.ipynb", as_version=4)
     assert not [o for c in page.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     runs = all_results("autoreg_runs")
     assert sorted(r["params"]["stage"] for r in runs) == ["align", "align", "compress"]  # full, JS; one stage 1
     lanes = {r["provenance"]["lane"] for experiment in ("autoreg_runs", "autoreg_scores") for r in all_results(experiment)}
     assert lanes == {"0/2", "1/2"}  # both processes computed part of the page
     with pytest.raises(SystemExit):
-        build.main(["--profile", "smoke", "--no-site", "--only", "p3_ablations", "--lanes", "2", "--recompute"])
+        build.main(["--profile", "smoke", "--no-site", "--book-dir", str(tmp_path / "book"), "--only", "p3_ablations",
+                    "--lanes", "2", "--recompute"])
 
 
 @pytest.mark.integration

@@ -31,6 +31,19 @@ def test_the_guard_refuses_any_computation_in_one_line(monkeypatch):
         load_or_compute("sweep_test", {"task": "t"}, lambda: (pd.DataFrame(), {}, {}))
 
 
+def test_a_computation_says_what_it_computes_and_its_cost_before_it_starts(capsys):
+    seen = []
+
+    def compute():
+        seen.append(capsys.readouterr().out)  # what was printed before the work began
+        return pd.DataFrame({"x": [1]}), {"seconds": 1.0}, {}
+
+    load_or_compute("announce_test", {"task": "t"}, compute)
+    assert seen[0].startswith("computing announce_test/") and "Ctrl-C stops it" in seen[0]
+    load_or_compute("announce_test", {"task": "t"}, compute)  # stored: nothing computed, nothing said
+    assert len(seen) == 1 and capsys.readouterr().out == ""
+
+
 def test_the_main_table_narrowed_to_one_backbone_and_three_ratios_renders_from_the_store(monkeypatch, tmp_path):
     """The issue's command: one backbone, three of the four ratios, from the committed store, under the guard."""
     monkeypatch.delenv("REPRO_RESULTS_DIR", raising=False)  # the committed results
@@ -44,5 +57,37 @@ def test_the_main_table_narrowed_to_one_backbone_and_three_ratios_renders_from_t
     assert done.returncode == 0, done.stderr[-2000:]
     after = {p: p.stat().st_mtime for p in (ROOT / "results" / "embedfilter").glob("*.json")}
     assert after == before  # nothing written
+    errors = [o for c in json.loads(out.read_text())["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+
+
+def _narrowed(page: str) -> dict:
+    """The page's list-valued parameters (two or more items) each cut to a strict subset: its last item dropped."""
+    from repro.book.pages import page_parameters
+
+    return {k: list(v)[:-1] for k, v in page_parameters(page, "standard").items()
+            if isinstance(v, (list, tuple)) and len(v) >= 2}
+
+
+def _pages_with_lists() -> list[str]:
+    from repro.book.pages import NOTEBOOKS
+
+    return [page for page in NOTEBOOKS if _narrowed(page)]
+
+
+@pytest.mark.parametrize("page", _pages_with_lists())
+def test_every_page_narrowed_to_a_subset_of_each_list_parameter_renders_from_the_store(page, tmp_path):
+    """Every list parameter of the page at once cut to a strict subset (its last item dropped), from the committed
+    store, under the guard: the page renders and nothing is computed or written."""
+    results = ROOT / "results"
+    before = {p: p.stat().st_mtime for p in results.rglob("*.json")}
+    out = tmp_path / "out.ipynb"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "REPRO_RESULTS_DIR"}
+    args = [a for k, v in _narrowed(page).items() for a in ("-y", f"{k}: {json.dumps(v)}")]
+    done = subprocess.run([sys.executable, "-m", "papermill", str(ROOT / "notebooks" / f"{page}.ipynb"), str(out),
+                           *args, "--cwd", str(ROOT / "notebooks")], capture_output=True, text=True, timeout=900,
+                          env={**env, "REPRO_COMPUTE": "refuse", "REPRO_TRAINING": "refuse"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {p: p.stat().st_mtime for p in results.rglob("*.json")} == before  # nothing written
     errors = [o for c in json.loads(out.read_text())["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors

@@ -6,6 +6,7 @@ import pytest
 
 from repro.crosspaper import template_sensitivity as ts
 from repro.crosspaper.ledger import claims_ledger
+from repro.crosspaper.ledger_schema import COLUMNS
 from repro.crosspaper.statements import statements
 
 PAPER = "AutoRegEmbed (Deng et al., arXiv 2502.11401)"
@@ -14,9 +15,11 @@ PAPER = "AutoRegEmbed (Deng et al., arXiv 2502.11401)"
 def _ledger(verdicts: dict[str, list[tuple[str, str]]]) -> pd.DataFrame:
     """A ledger frame of statement -> [(page, verdict), ...] comparisons, in the columns statements() reads."""
     rows = [{"paper": PAPER, "claim": f"{statement} [comparison {i}]", "tier": "headline", "ours": 1.0,
-             "paper (quoted)": "", "p (BH)": 0.01, "verdict": verdict, "page": page}
+             "paper (quoted)": "", "test": "Welch t over runs", "expected": "better", "p": 0.01, "p (BH)": 0.01,
+             "margin side": "", "verdict": verdict, "page": page, "current": True, "90% CI": "",
+             "task category": "", "tasks": float("nan"), "p (MixedLM)": float("nan")}
             for statement, comparisons in verdicts.items() for i, (page, verdict) in enumerate(comparisons)]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).reindex(columns=[*COLUMNS, "p (BH)"])
 
 
 def test_the_table_sets_the_overridden_ledgers_verdicts_beside_the_published_ones(monkeypatch):

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from repro.core.calibration import simulate_runs, simulated_rates
+from repro.core.run_units import run_comparison
 from repro.core.verdicts import (
     BELOW_MARGIN,
     CONTRADICTED,
@@ -17,7 +18,6 @@ from repro.core.verdicts import (
     adjusted_verdict,
     claim_p,
     decide,
-    run_comparison,
     runs_test,
     statement_verdict,
     tasks_test,
@@ -232,7 +232,7 @@ def test_the_tests_the_ledger_uses_are_calibrated_at_the_measured_spreads(monkey
 def test_the_mixed_model_is_a_sensitivity_fitted_only_where_it_can_be():
     """Runs and tasks as crossed random effects (statsmodels MixedLM): a clear difference gets a small p, none a
     large one; one task (a run's one score cannot separate its effect from the residual) or one run a side: NaN."""
-    from repro.core.verdicts import mixedlm_p
+    from repro.core.run_units import mixedlm_p
 
     clear = simulate_runs(4, 9, effect=4.0, run_sd=1.0, residual_sd=0.5, rng=np.random.default_rng(1))
     # no difference: a's runs are b's, their order over seeds reversed

@@ -17,6 +17,7 @@ import argparse
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -207,17 +208,31 @@ def execute_at_once(names: list[str], profile: str, overrides: dict | None, jobs
     return {name: timings[name] for name in names}
 
 
-def build_site(strict: bool = True) -> Path:
-    """jupyter-book 1.x over ``book/`` with the top-level ``_config.yml`` (never the repo root)."""
+def build_site(strict: bool = True, book_dir: Path = BOOK_DIR) -> Path:
+    """jupyter-book 1.x over ``book_dir`` (``book/``, or a copy of its sources, :func:`book_copy`) with the
+    top-level ``_config.yml`` (never the repo root)."""
     mathjax = BOOK_DIR / "_vendor" / "mathjax" / "tex-chtml.js"
     if not mathjax.is_file():
         raise FileNotFoundError(f"{mathjax} is missing: run scripts/setup.sh (it installs MathJax from npm)")
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(BOOK_DIR), "--config", str(CONFIG),
-           "--path-output", str(BOOK_DIR)]
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book_dir), "--config", str(CONFIG),
+           "--path-output", str(book_dir)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
     subprocess.run(cmd, check=True, cwd=REPO_ROOT)
-    return BOOK_DIR / "_build" / "html"
+    return book_dir / "_build" / "html"
+
+
+def book_copy(folder: Path) -> Path:
+    """``folder`` made a book of its own: ``book/``'s sources copied in (not its executed pages or its site; the
+    vendored MathJax linked), so a build there (a test's smoke book) leaves the published ``book/`` untouched."""
+    folder = Path(folder).resolve()
+    if folder == BOOK_DIR.resolve():
+        return folder
+    shutil.copytree(BOOK_DIR, folder, dirs_exist_ok=True, symlinks=True,
+                    ignore=shutil.ignore_patterns("_build", "_vendor", "*.ipynb"))
+    if not (folder / "_vendor").exists() and (BOOK_DIR / "_vendor").exists():
+        (folder / "_vendor").symlink_to(BOOK_DIR / "_vendor", target_is_directory=True)
+    return folder
 
 
 def main(argv=None):
@@ -231,6 +246,8 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=1,
                         help="pages executed at once, each in its own process (the reading pages last); not with --lanes")
     parser.add_argument("--no-site", action="store_true", help="execute notebooks only")
+    parser.add_argument("--book-dir", type=Path, default=None,
+                        help="build the book in this folder (book/'s sources copied there) instead of book/")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --profile paper: resolve every page (nothing downloaded or run) and print its "
                              "settings and a GPU-hour estimate")
@@ -251,19 +268,20 @@ def main(argv=None):
         return print_dry_run(names)
     pending = args.compute_pending or bool(args.only)
     rerun = bool(args.only and overrides)  # other parameters than the book's: written apart, no site
+    book_dir = book_copy(args.book_dir) if args.book_dir else BOOK_DIR
     try:
-        timings = _execute(names, args, overrides, pending, RERUNS_DIR if rerun else BOOK_DIR)
+        timings = _execute(names, args, overrides, pending, RERUNS_DIR if rerun else book_dir)
     except papermill.PapermillExecutionError as error:
         if error.ename not in PAGE_INPUT_ERRORS:  # a bug in a page: its traceback stays
             raise
         raise ValueError(f"{error.ename}: {error.evalue} (the executed page, with its traceback: "
-                         f"{(RERUNS_DIR if rerun else BOOK_DIR).name}/{getattr(error, 'page', 'the page')}.ipynb)"
+                         f"{(RERUNS_DIR if rerun else book_dir).name}/{getattr(error, 'page', 'the page')}.ipynb)"
                          ) from None
     if rerun:
         print(f"rerun with {overrides}: {', '.join(str(RERUNS_DIR / f'{n}.ipynb') for n in names)} (the published "
               "pages and the site are unchanged)")
     elif not args.no_site:
-        html = build_site()
+        html = build_site(book_dir=book_dir)
         print(f"site: {html / 'index.html'}")
     print(json.dumps(timings))
 

@@ -22,7 +22,8 @@ import pandas as pd
 from scipy.stats import friedmanchisquare
 from statsmodels.stats.multitest import multipletests
 
-from repro.core.verdicts import ALPHA, distinct_runs, runs_test, tasks_test
+from repro.core.run_units import distinct_runs
+from repro.core.verdicts import ALPHA, runs_test, tasks_test
 
 NOT_SEPARATED = "not separated"
 UNTESTED = "untested (one training run)"

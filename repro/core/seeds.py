@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from repro.core.paired import lacks_units, paired_test
+from repro.core.run_units import mixedlm_p, run_comparison
 from repro.core.tasks import TASKS
-from repro.core.verdicts import claim_row, is_tested, mixedlm_p, run_comparison
+from repro.core.verdicts import claim_row, is_tested
 
 
 def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -53,7 +54,7 @@ def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
 
 def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     """Each ``(claim, a, b, category, expected)`` about trained methods, judged with the training runs as units
-    (:func:`repro.core.verdicts.run_comparison`: Welch's t-test on the per-run means over the category's tasks, and
+    (:func:`repro.core.run_units.run_comparison`: Welch's t-test on the per-run means over the category's tasks, and
     the margin tests for "no gain" / "equal"). ``seeds``: the fewer of the two models' runs; ``seeds
     (first/second)``: both; ``seed spread``: the larger of the two SDs over runs of the per-run mean (descriptive)."""
     rows = []
@@ -61,7 +62,7 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
         test = run_comparison(frame, a, b, category)
         x, y = test["runs"]
         part = frame if category is None else frame[frame["category"] == category]
-        key = "unit" if "unit" in part else "seed"  # one independent run per unit (verdicts.per_run_means)
+        key = "unit" if "unit" in part else "seed"  # one independent run per unit (run_units.per_run_means)
         means = part[part["model"].isin([a, b])].groupby(["model", key])["score"].mean()
         sd = [means.loc[m].std(ddof=1) if m in means.index.get_level_values(0) and len(means.loc[m]) > 1 else np.nan
               for m in (a, b)]

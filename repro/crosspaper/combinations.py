@@ -37,20 +37,12 @@ from repro.autoregembed.experiments.scores import autoreg_embedder_from, score_i
 from repro.autoregembed.train import run_spec
 from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
+from repro.core.run_units import run_comparison
 from repro.core.scoring import evaluate_per_task, records_frame, stored_per_task
 from repro.core.seeds import ONE_RUN_PREFIX
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
-from repro.core.verdicts import (
-    INCONCLUSIVE,
-    MARGIN,
-    MISSING,
-    RUNS_TEST,
-    TASKS_TEST,
-    adjusted_verdict,
-    decide,
-    run_comparison,
-)
+from repro.core.verdicts import INCONCLUSIVE, MARGIN, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide
 from repro.crosspaper.leaderboard import paper2_tokenization, paper3_configs
 from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED
 from repro.embedfilter.filters import parse_variant
@@ -110,7 +102,7 @@ def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str,
 
 def prompt_row(backbone: str = "smollm2-135m", suite: str = SUITE, seeds=SEEDS) -> dict:
     """Model 1 trained with PromptEOL vs without a prompt on the seeds both have: the per-task means over those
-    seeds for the table, and the verdict with the training runs as units (:func:`repro.core.verdicts.run_comparison`,
+    seeds for the table, and the verdict with the training runs as units (:func:`repro.core.run_units.run_comparison`,
     Welch on per-run means; one run a side gives no verdict)."""
     plain, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite)
     prompted, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite, prompt=PROMPT)

@@ -43,7 +43,7 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         "p": p.astype(float), "margin side": claims.get("margin side", ""),
         "verdict": claims["verdict at our scale"], "page": page, "current": current,
         "margin": claims["margin"] if "margin" in claims else float("nan"),
-        **{c: claims[c] if c in claims else ("" if c == "90% CI" else float("nan")) for c in COLUMNS[-5:-2]},
+        **{c: claims[c] if c in claims else ("" if c == "90% CI" else float("nan")) for c in ("90% CI", "detectable (80% power)", "units a side for 2x margin")},
         # a row over one task category's tasks (the paired units are its tasks): how many there are
         "task category": claims["category"].where(claims["category"].isin(list(MARGINS)), ""),
         "tasks": pd.to_numeric(claims["paired"], errors="coerce").where(claims["category"].isin(list(MARGINS)))
@@ -64,5 +64,6 @@ def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str,
                           "ours": "", "paper (quoted)": NOT_QUOTED, "test": test, "statistic": statistic,
                           "expected": "better", "p": float("nan"), "margin side": "", "verdict": verdict,
                           "page": page, "current": True, "margin": float("nan"), "90% CI": "",
-                          "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"), "p (MixedLM)": float("nan")}],
+                          "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"), "task category": "",
+                          "tasks": float("nan"), "p (MixedLM)": float("nan")}],
                         columns=COLUMNS)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.core.verdicts import MARGIN, MARGIN_REASONS, MARGINS, METRICS, margin_for
+from repro.crosspaper.ledger_paper2 import edge_task_differences
+from repro.pooling_attention.claims import TABLE_CLAIMS
 from repro.pooling_attention.converged import converged_scores
 
 MODELS = (1, 2, 3, 4, 5)
@@ -52,9 +54,6 @@ def measured_spreads(backbone: str = "smollm2-135m", profile: str = "standard") 
     designs its statements compare, in the category they compare them on (the pair with the smallest SDs, the
     most unequal pair and the pair with the largest SDs); for the Wilcoxon over tasks, the SD of Paper 2's per-task
     edge/2 - raw differences (the smallest and the largest over backbones x prompts)."""
-    from repro.crosspaper.ledger_paper2 import edge_task_differences
-    from repro.pooling_attention.claims import TABLE_CLAIMS
-
     sds = run_sds(backbone).set_index(["model", "category"])
     pairs = []
     for _, a, b, category, _ in TABLE_CLAIMS:

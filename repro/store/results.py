@@ -224,6 +224,10 @@ def load_or_compute(experiment: str, params: dict, compute: Callable[[], tuple[p
     with exclusive(str(result_path(experiment, params))):
         record = None if recompute else load_result(experiment, params)  # stored by another lane meanwhile?
         if record is None:
+            # said before the work starts (a page run by papermill shows it in the cell's output), so a reader who
+            # narrowed a page and did not expect a computation can stop it
+            print(f"computing {experiment}/{params_key(params)} ({_estimate(experiment)}); Ctrl-C stops it, what is "
+                  "stored stays and a rerun resumes", flush=True)
             rows, timings, extra = compute()
             save_result(experiment, params, rows, timings=timings, extra=extra)
             record = load_result(experiment, params)

@@ -5,7 +5,7 @@ baseline, each comparison with its paired tests.
 * :func:`selected_configs`: each side's dev-selected configuration (None while its search is incomplete).
 * :func:`final_scores`: per-task scores (x100) of the selected configurations at every stored seed, beside
   compression only. There is one stage 1, so compression only has one set of weights: its scores stand at every
-  seed of AutoRegEmbed and count as one run (:func:`repro.core.verdicts.distinct_runs`); the claims are tested
+  seed of AutoRegEmbed and count as one run (:func:`repro.core.run_units.distinct_runs`); the claims are tested
   with the runs as units (:func:`repro.core.seeds.seeded_claims`), a run's unit being its stage 1 (``unit``).
 * A seed whose run dev-selects step 0 (stage 2 lowered dev from its first update) *is* its stage 1: its final
   weights are the ones it started from (checked: same digest), so its scores are compression only's, read from

@@ -198,6 +198,11 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     unscaled = [page for page in NOTEBOOKS if page not in ("intro", "rerun", "reproducibility", "book_cost")
                 and "<summary>Scale and deviations</summary>" not in dom(page)]
     assert not unscaled, f"results pages without their Scale and deviations box: {unscaled}"
+    # every rerun command a page prints runs as printed (resolved with --dry-run: nothing executed)
+    commands = {c for page in ("intro", *NOTEBOOKS) for c in printed_commands(dom(page))}
+    assert len(commands) >= 5, commands  # the rerun page's and each page's own were found
+    for command in sorted(commands):
+        assert dry_runs(command), command
     # the numbers two pages share come from one function: the intro's counts are the ledger's, and each paper's
     # summary counts a part of them
     intro, ledger = glued("intro"), glued("claims_ledger")
@@ -205,6 +210,46 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     for key in ("supported", "contradicted", "tested"):
         assert intro[f"intro_headline_{key}"] == ledger[f"headline_{key}"], key
         assert sum(int(g[f"p{i}s_headline_{key}"]) for i, g in enumerate(summaries, 1)) <= int(intro[f"intro_headline_{key}"])
+
+
+def printed_commands(dom: str) -> list[str]:
+    """The ``.venv/bin/repro build ...`` commands a rendered page shows (in code or text), one per line, without a
+    trailing shell comment; the placeholders ``PAGE`` and ``-p NAME=VALUE`` filled with a real page and dropped."""
+    import html as html_lib
+    import re
+
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<(style|script)\b.*?</\1>", " ", dom, flags=re.DOTALL)))
+    found = []
+    for match in re.finditer(r"\.venv/bin/repro build[^\n`#]*", text):
+        command = re.sub(r"\s+", " ", match.group(0)).strip().rstrip(").,;:")
+        found.append(command.replace("--only PAGE", "--only p2_spectrum").replace(" -p NAME=VALUE", ""))
+    return found
+
+
+def dry_runs(command: str) -> bool:
+    """Does ``command`` (a printed ``.venv/bin/repro build`` line) parse and resolve its pages and parameters?"""
+    import contextlib
+    import io
+    import shlex
+
+    args = shlex.split(command)[2:]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            build.main([*args, "--dry-run"])
+    except SystemExit as stop:
+        return stop.code in (0, None)
+    return True
+
+
+def test_a_printed_rerun_command_dry_runs_and_a_wrong_one_does_not():
+    page = ('<pre>.venv/bin/repro build --only p3_summary -p \'tables={"suite": "small"}\'  # a comment</pre>'
+            "<p>run <code>.venv/bin/repro build --only PAGE -p NAME=VALUE</code>.</p>")
+    commands = printed_commands(page)
+    assert commands == ['.venv/bin/repro build --only p3_summary -p \'tables={"suite": "small"}\'',
+                        ".venv/bin/repro build --only p2_spectrum"]
+    assert all(dry_runs(c) for c in commands)
+    assert not dry_runs(".venv/bin/repro build --only p3_summary tables '{\"suite\": \"small\"}'")
+    assert not dry_runs(".venv/bin/repro build --only p3_summary -p suite=small")  # not the page's parameter
 
 
 def superseded_pages() -> set[str]:
@@ -386,6 +431,7 @@ def test_a_readers_rerun_with_other_parameters_leaves_the_published_page_alone(t
     page = nbformat.read(tmp_path / "reruns" / "p2_spectrum.ipynb", as_version=4)
     assert '"smollm2-135m"' in page.cells[1].source or "smollm2-135m" in str(page.metadata.get("papermill", {}))
     assert not (tmp_path / "book").exists()
+    assert "smollm2-135m" in (tmp_path / "reruns" / "p2_spectrum.html").read_text()  # readable in a browser
 
 
 def test_a_pages_lead_counts_its_verdicts_and_names_its_largest_tested_difference():

@@ -1,11 +1,11 @@
 """Build the book: papermill every notebook into ``book/``, then jupyter-book 1.x builds the site.
 
-    python -m repro.book.build                         # standard profile, every notebook, then the site
-    python -m repro.book.build --profile smoke         # what the tests build (minutes)
-    python -m repro.book.build --only p1_layer_correlation -p backbones='["gemma3-270m"]'
-    python -m repro.book.build --recompute             # ignore stored results
-    python -m repro.book.build --only p3_ablations --lanes 2   # two processes split the page's runs (repro.store.lanes)
-    python -m repro.book.build --profile smoke --jobs 2        # two pages at once, one thread each
+    .venv/bin/repro build                         # standard profile, every notebook, then the site
+    .venv/bin/repro build --profile smoke         # what the tests build (minutes)
+    .venv/bin/repro build --only p1_layer_correlation -p backbones='["gemma3-270m"]'
+    .venv/bin/repro build --recompute             # ignore stored results
+    .venv/bin/repro build --only p3_ablations --lanes 2   # two processes split the page's runs (repro.store.lanes)
+    .venv/bin/repro build --profile smoke --jobs 2        # two pages at once, one thread each
 
 Notebooks load stored results from ``results/`` for their exact parameters and compute only what is
 missing, so the standard book rebuilds from committed results in minutes.
@@ -27,12 +27,14 @@ from pathlib import Path
 
 import nbformat
 import papermill
+from nbconvert import HTMLExporter
 from nbformat.v4 import new_markdown_cell, new_notebook
 
 from repro.book.dry_run import print_dry_run
 from repro.book.page_costs import record_page
 from repro.book.page_layout import glossary_line, parameters_last
 from repro.book.pages import NOTEBOOKS, PROFILES, READERS, page_parameters
+from repro.commands import build_command
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
 from repro.store.results import READ_LOG_ENV
@@ -69,8 +71,9 @@ def pending_page(name: str, reason: str, output_dir: Path) -> Path:
                   if line.startswith("# ")), f"# {name}")
     nb = new_notebook(cells=[new_markdown_cell(
         f"{title}\n\n**Not computed yet at the standard scale:** {reason}. This page is a notice, not a result.\n\n"
-        f"To compute it (hours on 2 CPU cores; resumable):\n\n```bash\npython -m repro.book.build --only {name}\n```\n"
-        f"\nThe smoke-profile build (`python -m repro.book.build --profile smoke`) executes this page end to end at a tiny scale.")])
+        f"To compute it (hours on 2 CPU cores; resumable):\n\n```bash\n{build_command(name)}\n```\n"
+        f"\nThe smoke-profile build (`{build_command(None, None, '--profile', 'smoke')}`) executes this page end to "
+        "end at a tiny scale.")])
     output = output_dir / f"{name}.ipynb"
     output_dir.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, output)
@@ -222,6 +225,15 @@ def build_site(strict: bool = True, book_dir: Path = BOOK_DIR) -> Path:
     return book_dir / "_build" / "html"
 
 
+def rerun_html(notebook: Path) -> Path:
+    """A rerun's executed page as one HTML file beside it (nbconvert: the whole notebook, code shown), so a reader
+    opens a rerun in a browser as they read the book: ``reruns/PAGE.html``."""
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    page = notebook.with_suffix(".html")
+    page.write_text(body)
+    return page
+
+
 def book_copy(folder: Path) -> Path:
     """``folder`` made a book of its own: ``book/``'s sources copied in (not its executed pages or its site; the
     vendored MathJax linked), so a build there (a test's smoke book) leaves the published ``book/`` untouched."""
@@ -249,8 +261,8 @@ def main(argv=None):
     parser.add_argument("--book-dir", type=Path, default=None,
                         help="build the book in this folder (book/'s sources copied there) instead of book/")
     parser.add_argument("--dry-run", action="store_true",
-                        help="with --profile paper: resolve every page (nothing downloaded or run) and print its "
-                             "settings and a GPU-hour estimate")
+                        help="resolve the pages and their parameters and print what would run, running nothing "
+                             "(with --profile paper: also each page's settings and a GPU-hour estimate)")
     parser.add_argument("--compute-pending", action="store_true",
                         help="also execute the standard pages whose results are pending"
                              + (f" ({', '.join(PENDING)})" if PENDING else " (none now)"))
@@ -263,9 +275,15 @@ def main(argv=None):
     names = args.only or list(NOTEBOOKS)
     names = [n for n in names if n not in READERS] + [n for n in names if n in READERS]  # readers after the others
     if args.dry_run:
-        if args.profile != "paper":
-            parser.error("--dry-run resolves the paper profile: use it with --profile paper")
-        return print_dry_run(names)
+        try:
+            if args.profile == "paper" and not overrides:
+                return print_dry_run(names)
+            for name in names:  # checks the page's name and every override, as a run would; runs nothing
+                params = page_parameters(name, args.profile, overrides if args.only else {})
+                print(f"would execute {name} ({args.profile}) with {params}")
+        except (ValueError, TypeError) as error:
+            parser.error(str(error))
+        return None
     pending = args.compute_pending or bool(args.only)
     rerun = bool(args.only and overrides)  # other parameters than the book's: written apart, no site
     book_dir = book_copy(args.book_dir) if args.book_dir else BOOK_DIR
@@ -278,8 +296,9 @@ def main(argv=None):
                          f"{(RERUNS_DIR if rerun else book_dir).name}/{getattr(error, 'page', 'the page')}.ipynb)"
                          ) from None
     if rerun:
-        print(f"rerun with {overrides}: {', '.join(str(RERUNS_DIR / f'{n}.ipynb') for n in names)} (the published "
-              "pages and the site are unchanged)")
+        pages = [rerun_html(RERUNS_DIR / f"{n}.ipynb") for n in names]
+        print(f"rerun with {overrides}: {', '.join(str(p) for p in pages)} (open in a browser; the executed notebook "
+              "beside it; the published pages and the site are unchanged)")
     elif not args.no_site:
         html = build_site(book_dir=book_dir)
         print(f"site: {html / 'index.html'}")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_markdown_cell
 
+from repro.commands import build_command
+
 HEADING = "## Parameters"
 TERMS = "Terms used here"  # the line under a results page's opening that links the glossary
 TERMLESS = ("intro", "rerun", "reproducibility", "book_cost")  # pages that are not results pages
@@ -30,9 +32,9 @@ def parameters_last(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNo
     nb.cells.remove(cell)
     nb.cells += [new_markdown_cell(
         f"{HEADING}\n\nThe page ran with these values (the code that read them is in the collapsed cells above). "
-        f"To rerun it with others: `python -m repro build --only {name} -p NAME=VALUE` (a rerun with other values "
-        f"writes `reruns/{name}.ipynb` and leaves the published page alone; every page's parameters, allowed values and "
-        "cost are on the *How to rerun* page)."), cell]
+        f"To rerun it with others: `{build_command(name, {'NAME': 'VALUE'})}` (a rerun with other values "
+        f"writes `reruns/{name}.html`, to open in a browser, and leaves the published page alone; every page's parameters, allowed values and "
+        "cost are on the [How to rerun](rerun.ipynb) page)."), cell]
     return nb
 
 

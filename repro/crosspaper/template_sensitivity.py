@@ -11,7 +11,7 @@ units (Figure 3: the runs of each training-set size): the single-run pages (Tabl
 per method, no verdict" under either template, and the memory measurement does not depend on the template.
 
 So the data-efficiency page is run again under the official template (:data:`OFFICIAL`: ``python -m
-repro.book.build --only p3_data_efficiency -p template=official``), and the whole ledger is computed again with
+repro build --only p3_data_efficiency -p template=official``), and the whole ledger is computed again with
 those runs in place of the book's (the same tests, the same Benjamini-Hochberg family): :func:`verdicts_under`
 sets its verdicts beside the published ledger's, statement by statement. Read from the result store only.
 """
@@ -23,12 +23,13 @@ import pandas as pd
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import missing_autoreg
 from repro.book.pages import page_parameters
+from repro.commands import build_command
 from repro.crosspaper.ledger import claims_ledger
 from repro.crosspaper.statements import statements, summary_counts
 
 PAGE = "p3_data_efficiency"
 OFFICIAL = {PAGE: {"template": "official"}}  # the data-efficiency page's AutoRegEmbed runs under the official template
-RERUN = f"python -m repro.book.build --only {PAGE} -p template=official"
+RERUN = build_command(PAGE, {"template": "official"})
 COLUMNS = ["paper", "statement", "tier", "book template", "official template", "changed",
            "other pages (book template)"]  # the last: the statement's comparisons on pages not run again
 

@@ -7,7 +7,7 @@ its length, :func:`lane_order`), and every stored result is computed under an in
 a lane reaches a run another lane is computing it first goes on with the rest of its list (the run is
 deferred: :class:`Busy`), then comes back to the deferred runs, computing those that have become free and
 waiting only when all of them are busy. Every lane walks the whole list, so each
-one ends with the complete page; ``python -m repro.book.build --only PAGE --lanes N`` starts the N processes.
+one ends with the complete page; ``.venv/bin/repro build --only PAGE --lanes N`` starts the N processes.
 Without ``REPRO_LANE`` nothing changes: one process, the list in its own order.
 """
 

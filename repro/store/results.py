@@ -178,12 +178,13 @@ def load_covering(experiment: str, params: dict, list_key: str, row_key: str) ->
     """A stored result that answers ``params`` although its key differs: one whose parameters are the same but for
     ``list_key`` (a list of what it computed, e.g. the variants of a sweep), which holds every value ``params``
     asks for. Its rows are those whose ``row_key`` is asked for, in the order asked; None if none is stored. Only
-    the files of the same slug (backbone, prompt, suite, task...) are read."""
+    the files of the same slug (backbone, prompt, suite, task...) are read (an experiment whose keys have no slug:
+    all its files)."""
     wanted = list(params[list_key])
     folder = results_dir() / experiment
     slug = params_key(params).rsplit("-", 1)[0] if "-" in params_key(params) else ""
     same = {k: v for k, v in json.loads(json.dumps(params, default=str)).items() if k != list_key}
-    for path in sorted(folder.glob(f"{slug}-*.json") if slug and folder.is_dir() else []):
+    for path in sorted(folder.glob(f"{slug}-*.json" if slug else "*.json") if folder.is_dir() else []):
         record = json.loads(path.read_text())
         stored = record.get("params", {})
         if {k: v for k, v in stored.items() if k != list_key} != same or not set(wanted) <= set(stored.get(list_key, [])):

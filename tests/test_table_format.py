@@ -7,9 +7,10 @@ from repro.book.table_format import decimals, frame_html, is_p_column, label, st
 
 
 def _cells(html: str) -> list[str]:
+    import html as html_lib
     import re
 
-    return [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>.*?</td>", html, flags=re.S)]
+    return [html_lib.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>.*?</td>", html, flags=re.S)]
 
 
 def test_a_row_number_index_is_left_out_and_a_named_index_stays():
@@ -24,16 +25,26 @@ def test_booleans_print_as_marks_and_floats_are_rounded_per_column():
     frame = pd.DataFrame({"gain": [2.1, 0.75], "n": [2400.0, 3.0], "long": [4.912721, 1.0], "ok": [True, False],
                           "p (difference)": [0.000123, 0.0496], "mixed": [True, "n/a"]})
     cells = _cells(frame_html(frame))
-    assert cells[:6] == ["2.10", "2400", "4.913", "✓", "0.000123", "✓"]
-    assert cells[6:] == ["0.75", "3", "1.000", "✗", "0.0496", "n/a"]
+    # scores to 2 decimals at most; p as the book prints every p: 2 significant digits, "< 0.001" below it
+    assert cells[:6] == ["2.10", "2400", "4.91", "✓", "< 0.001", "✓"]
+    assert cells[6:] == ["0.75", "3", "1.00", "✗", "0.0496", "n/a"]
     quoted = pd.DataFrame({"edge/2": [57.7, "–"], "raw": [57.32, 56.61]}, dtype=object)  # a paper's table, "–" missing
     assert _cells(frame_html(quoted)) == ["57.7", "57.32", "–", "56.61"]  # decimals per column
     assert decimals(pd.Series([1.0, 2.0])) == 0 and decimals(pd.Series([1.25, np.nan])) == 2
-    assert decimals(pd.Series([1 / 3])) == 3
+    assert decimals(pd.Series([1 / 3])) == 2
     assert [is_p_column(n) for n in ("p", "p (BH)", "largest p (BH)", "p within margin (equal)", "raw_p",
                                      "Wilcoxon p", "adjusted p", "step", "pages", "prompt", "top", "steps")] == [
         True] * 7 + [False] * 5
     assert _cells(frame_html(pd.DataFrame({"c": [0.00012, 0.0003]}))) == ["0.00012", "0.0003"]  # never "0"
+
+
+def test_the_verdict_column_comes_second():
+    frame = pd.DataFrame({"comparison": ["a vs b"], "difference": [1.5], "p": [0.2], "verdict": ["inconclusive"]})
+    html = frame_html(frame)
+    assert [h for h in ("comparison", "verdict", "difference") if h in html] and \
+        html.index(">verdict<") < html.index(">difference<") and html.index(">comparison<") < html.index(">verdict<")
+    labelled = frame_html(frame.set_index("comparison").rename(columns={"verdict": "verdict at our scale"}))
+    assert labelled.index(">verdict at our scale<") < labelled.index(">difference<")
 
 
 def test_snake_case_columns_read_as_words_and_odd_frames_keep_pandas_form():

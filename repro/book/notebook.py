@@ -131,6 +131,7 @@ def claims_view(claims):
     def narrow(part):
         empty = [c for c in optional if (part[c].isna() | part[c].astype(str).eq("")).all()]
         table = part[[c for c in columns if c not in empty]].rename(columns=columns)
-        return table.set_index(table.columns[0]).rename_axis(None)  # the page (or comparison) labels a row
+        table = table.set_index(table.columns[0]).rename_axis(None)  # the page (or comparison) labels a row
+        return table[["verdict", *[c for c in table.columns if c != "verdict"]]]  # seen without scrolling
 
     return [(statement, narrow(part)) for statement, part in claims.groupby("claim (paper)", sort=False)]

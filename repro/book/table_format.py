@@ -5,21 +5,28 @@ it), so no page formats its tables by hand:
 
 * an index that only numbers the rows (unnamed integers) is left out; a named or labelled index stays;
 * True / False print as ✓ / ✗, and snake_case column names as words (``ci_low`` -> ``CI low``);
-* a p-value column (its name is ``p``, starts with ``p `` / ``p (``, ends with `` p`` / ``_p``, or names a p-value),
-  and a column with a nonzero value that 3 decimals would print as 0, keep 3 significant
-  digits (0.000123 stays 0.000123; 0.0496 is not shown as 0.05); every other float column gets the fewest decimals, up to 3, that show its values
-  after rounding to 3 (a column of 2.1 and 0.75 prints 2.10 and 0.75; 2400.000 prints 2400).
+* a p-value column (its name is ``p``, starts with ``p `` / ``p (``, ends with `` p`` / ``_p``, or names a p-value)
+  prints as the book prints every p (:func:`repro.core.verdicts.p_text`: 2 significant digits, "< 0.001" below it,
+  never carried across alpha); a column with a nonzero value that 2 decimals would print as 0 keeps 3 significant
+  digits (0.000123 stays 0.000123); every other float column gets the fewest decimals, up to 2, that show its values
+  after rounding to 2 (a column of 2.1 and 0.75 prints 2.10 and 0.75; 2400.000 prints 2400);
+* the verdict column (``verdict``, ``verdict at our scale``) comes second, after the column that labels a row (or
+  first, where a labelled index does), so a reader sees it without scrolling.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
 import pandas as pd
 from IPython import get_ipython
 
-MAX_DECIMALS = 3
+from repro.core.verdicts import p_text
+
+MAX_DECIMALS = 2
+VERDICT_COLUMNS = ("verdict", "verdict at our scale")
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
 _WORDS = {"ci": "CI", "mb": "MB", "gb": "GB", "ms": "ms", "sts": "STS", "cpu": "CPU", "gflops": "GFLOP/s",
           "fp32": "fp32", "sd": "SD", "eos": "EOS", "n": "n"}
@@ -45,7 +52,9 @@ def decimals(values: pd.Series) -> int:
 def _float_formatter(name, values: pd.Series):
     finite = values[np.isfinite(values)]
     tiny = ((finite != 0) & (finite.abs().round(MAX_DECIMALS) == 0)).any()  # would print as 0 at 3 decimals
-    if is_p_column(name) or tiny:
+    if is_p_column(name):
+        return lambda v: html.escape(p_text(v))  # "< 0.001" in HTML
+    if tiny:
         return lambda v: "" if pd.isna(v) else f"{v:.3g}"
     places = decimals(values.astype(float))
     return lambda v: "" if pd.isna(v) else f"{v:,.{places}f}" if abs(v) >= 10_000 else f"{v:.{places}f}"
@@ -63,9 +72,21 @@ def positional(index: pd.Index) -> bool:
             and pd.api.types.is_integer_dtype(index.dtype))
 
 
+def verdict_second(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its verdict column moved after the column that labels a row (first where the index labels
+    them)."""
+    columns = list(frame.columns)
+    verdict = [c for c in columns if isinstance(c, str) and c in VERDICT_COLUMNS]
+    if not verdict or isinstance(frame.columns, pd.MultiIndex):
+        return frame
+    rest = [c for c in columns if c not in verdict]
+    head = rest[:1] if positional(frame.index) else []
+    return frame[head + verdict + rest[len(head):]]
+
+
 def styled(frame: pd.DataFrame):
     """``frame`` as the book shows it (a pandas Styler)."""
-    shown = frame.copy()
+    shown = verdict_second(frame).copy()
     formats = {}
     for position, column in enumerate(shown.columns):
         values = shown.iloc[:, position]

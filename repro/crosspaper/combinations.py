@@ -44,7 +44,7 @@ from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
 from repro.core.verdicts import INCONCLUSIVE, MARGIN, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide
 from repro.crosspaper.leaderboard import paper2_tokenization, paper3_configs
-from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED
+from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED, fmt_p
 from repro.embedfilter.filters import parse_variant
 from repro.embedfilter.sweep import filters_for
 from repro.pooling_attention.converged import SEEDS, converged_scores
@@ -279,14 +279,14 @@ def ledger_rows(table: pd.DataFrame) -> pd.DataFrame:
                      "scale": f"{r['combined']} vs {r['base']}, {r['tasks']} tasks, '{SUITE}' suite",
                      "ours": round(float(difference), 2) if pd.notna(difference) else "",
                      "paper (quoted)": NOT_QUOTED, "test": RUNS_TEST if prompt else TASKS_TEST,
-                     "statistic": "" if pd.isna(p) else f"p = {p:.4f}", "expected": "better",
+                     "statistic": fmt_p(p), "expected": "better",
                      "p": float(p) if pd.notna(p) else float("nan"), "margin side": "", "verdict": verdict,
                      "page": "leaderboard", "current": True, "margin": float("nan")})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    return fmt_p(p)
 
 
 def _filter_parts(table: pd.DataFrame):

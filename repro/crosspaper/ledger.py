@@ -43,6 +43,7 @@ from repro.crosspaper.ledger_schema import (
     NOT_QUOTED,
     PAPERS,
     WILCOXON,
+    fmt_p,
     from_claims,
     measured_row,
 )
@@ -90,7 +91,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
         rows.append({"paper": PAPERS[1], "claim": f"{LAST_LAYER} [{r['backbone']}]", "tier": HEADLINE,
                      "scale": f"{r['backbone']}, EOS pooling, {r['tasks']} tasks, '{fig['suite']}' suite",
                      "ours": difference, "paper (quoted)": NOT_QUOTED, "test": BEST_LAYER_TEST,
-                     "statistic": f"p = {r['p (max over layers)']:.4f}, layer {r['tested layer (largest t)']} (the "
+                     "statistic": f"{fmt_p(r['p (max over layers)'])}, layer {r['tested layer (largest t)']} (the "
                                   f"largest t) vs the last, {r['last layer']}; the choice of the layer is inside the test",
                      "expected": "better", "p": float(r["p (max over layers)"]), "margin side": "",
                      "verdict": verdict, "page": "p1_layerwise_mteb", "current": True})

@@ -19,6 +19,7 @@ from repro.crosspaper.ledger_schema import (
     NOT_QUOTED,
     PAPERS,
     WILCOXON,
+    fmt_p,
     from_claims,
     measured_row,
 )
@@ -88,7 +89,7 @@ def _p2_row(claim: str, r, scale: str, quoted: str, page: str, tier: str, curren
                else adjusted_verdict(INCONCLUSIVE, "better", difference, "", r["p (Wilcoxon)"]))
     return {"paper": PAPERS[2], "claim": claim, "tier": tier, "scale": scale, "ours": round(difference, 2),
             "paper (quoted)": quoted, "test": WILCOXON,
-            "statistic": f"p = {r['p (Wilcoxon)']:.4f}, {r['wins']} wins / {r['losses']} losses", "expected": "better",
+            "statistic": f"{fmt_p(r['p (Wilcoxon)'])}, {r['wins']} wins / {r['losses']} losses", "expected": "better",
             "p": float(r["p (Wilcoxon)"]), "margin side": "", "verdict": verdict, "page": page, "current": current,
             "margin": float("nan")}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.verdicts import MARGINS, TASKS_TEST
+from repro.core.verdicts import MARGINS, TASKS_TEST, p_text
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",
@@ -20,7 +20,8 @@ NOT_QUOTED = "not quoted in the book"
 
 
 def fmt_p(p) -> str:
-    return "" if p is None or pd.isna(p) else f"p = {float(p):.4f}"
+    text = p_text(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}" if text else ""
 
 
 def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: str | None = None,

@@ -39,7 +39,7 @@ from repro.autoregembed.experiments import converged
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
 from repro.autoregembed.experiments.search import base_config
 from repro.core.scoring import stored_per_task
-from repro.core.verdicts import MARGIN, claim_row, decide, runs_test, tasks_test
+from repro.core.verdicts import MARGIN, claim_row, decide, p_text, runs_test, tasks_test
 from repro.store.runs import ensure_trained
 from repro.training import budget
 from repro.training.budget_curves import task_frame
@@ -307,7 +307,7 @@ def _additivity(table: pd.DataFrame) -> str | None:
 
 
 def _wilcoxon(p: float) -> str:
-    return "too few tasks for a Wilcoxon" if pd.isna(p) else f"Wilcoxon p = {p:.3f}"
+    return "too few tasks for a Wilcoxon" if pd.isna(p) else f"Wilcoxon p = {p_text(p)}".replace("= <", "<")
 
 
 def finding(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS) -> str:

@@ -449,3 +449,32 @@ def test_a_pages_lead_counts_its_verdicts_and_names_its_largest_tested_differenc
         "the largest difference is -5.08 points, 5 vs 1 (STS)")  # 9.9 was never tested: not the largest
     assert verdict_lead(None) == verdict_lead(claims.iloc[:0]) == "no comparisons tested yet (their results are " \
                                                                   "not stored)"
+
+
+def _glued_page(value: str) -> nbformat.NotebookNode:
+    """An executed page that glued ``value`` (myst-nb's output form) under the name "lead"."""
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    out = new_output("display_data", data={"text/plain": repr(value)}, metadata={"scrapbook": {"name": "lead"}})
+    return new_notebook(cells=[new_code_cell("glue('lead', ...)", outputs=[out])])
+
+
+def test_a_standard_build_stops_on_a_placeholder_and_a_smoke_or_rerun_build_does_not(tmp_path, monkeypatch):
+    from repro.book.placeholders import placeholders
+
+    assert placeholders(_glued_page("With both changes at once: computing")) == [
+        "glued value 'lead' is 'With both changes at once: computing'"]
+    assert placeholders(_glued_page("")) and placeholders(_glued_page("nan"))
+    assert placeholders(_glued_page("of 4 statements, 2 supported")) == []
+    empty = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("t", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/html": "<table><thead><tr><th>a</th></tr></thead><tbody></tbody></table>"})])])
+    assert placeholders(empty) == ["an empty table"]
+
+    def fake_execute(source, output, **kwargs):  # a page whose result is pending
+        nbformat.write(_glued_page("computing"), output)
+
+    monkeypatch.setattr("papermill.execute_notebook", fake_execute)
+    with pytest.raises(build.PlaceholderError, match=r"^p2_spectrum: glued value 'lead' is 'computing'"):
+        build.execute("p2_spectrum", "standard", output_dir=tmp_path)
+    build.execute("p2_spectrum", "smoke", output_dir=tmp_path)  # the tests' tiny book: not published
+    build.execute("p2_spectrum", "standard", {"backbones": ["smollm2-135m"]}, output_dir=tmp_path)  # a reader's rerun

@@ -34,6 +34,7 @@ from repro.book.dry_run import print_dry_run
 from repro.book.page_costs import record_page
 from repro.book.page_layout import glossary_line, parameters_last
 from repro.book.pages import NOTEBOOKS, PROFILES, READERS, page_parameters
+from repro.book.placeholders import placeholders
 from repro.commands import build_command
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
@@ -129,7 +130,16 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
                 "injected-parameters" in c.metadata.get("tags", []) for c in nb.cells):
             tags.append("remove-cell")
     nbformat.write(glossary_line(parameters_last(nb, name), name), output)
+    if profile == "standard" and not overrides:  # the published book: no placeholder is ever shown
+        found = placeholders(nb)
+        if found:
+            raise PlaceholderError(f"{name}: {'; '.join(found[:3])}: a published page shows no placeholder (list a "
+                                   "run still to do on the rerun page's open runs instead)")
     return output
+
+
+class PlaceholderError(ValueError):
+    """A standard page glued an empty or placeholder value, or showed an empty table (:mod:`repro.book.placeholders`)."""
 
 
 def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lanes: int = 1,

@@ -77,9 +77,20 @@ def test_the_intros_answer_marks_each_headline_statement_from_the_ledgers_verdic
                           "paper (quoted)": ["Q: +4.50 (X (arXiv 1), quoted via two summaries)", "3",
                                              "not quoted in the book"],
                           "verdict": ["supported", "contradicted", "inconclusive"], "pages": ["p1", "p2", "p3"]})
-    answer = answer_table(table)
-    assert answer["statement"].tolist() == ["a", "c"] and answer[""].tolist() == ["✓", "~"]  # headline only
+    answer = answer_table(table, caveats={"a": "p3_summary"})
+    # headline only; the mark under a "verdict" header, † where a named choice changes the verdict
+    assert answer["statement"].tolist() == ["a", "c"] and answer["verdict"].tolist() == ["✓†", "~"]
+    assert answer["caveat"].tolist() == ["p3_summary", ""] and answer["in words"].tolist() == ["supported", "inconclusive"]
     assert answer["paper (quoted)"].tolist() == ["Q: +4.50", "-"]
+
+
+def test_the_intro_tallies_each_papers_statements_by_mark_and_the_measured_apart():
+    from repro.crosspaper.statements import tally
+
+    table = pd.DataFrame({"paper": ["P"] * 5 + ["R"], "tier": ["headline"] * 4 + ["ablation", "headline"],
+                          "verdict": ["supported", "contradicted", "inconclusive", "measured: holds (one measurement)",
+                                      "supported", "one run per method, no verdict"]})
+    assert tally(table) == {"P": "✓ 1 · ✗ 1 · ~ 1 · – 0 (and 1 measured)", "R": "✓ 0 · ✗ 0 · ~ 0 · – 1"}
 
 
 def test_what_did_not_reproduce_counts_contradicted_and_undecided_apart():

@@ -238,15 +238,37 @@ def mark(verdict: str) -> str:
     return MARKS.get(base_verdict(verdict), "~" if is_tested(verdict) else "–")
 
 
-def answer_table(statements_table: pd.DataFrame, tier: str = "headline") -> pd.DataFrame:
-    """The book's answer, one row per statement of ``tier``: the paper, the mark, the statement, our difference(s),
-    the paper's number (quoted, or "-"), the verdict and the pages that test it (from :func:`statements`)."""
+DAGGER = "†"  # a verdict a named choice changes (the template, the tokenization, the budget): see where it is shown
+
+
+def tally(statements_table: pd.DataFrame, tier: str = "headline") -> dict[str, str]:
+    """Per paper, its statements of ``tier`` counted by mark: "✓ 1 · ✗ 2 · ~ 2 · – 2", and the measured ones apart
+    ("(and 1 measured)"), as the intro shows above each paper's rows."""
+    part = statements_table[statements_table["tier"] == tier]
+    out = {}
+    for paper, rows in part.groupby("paper", sort=False):
+        measured = rows["verdict"].astype(str).str.startswith("measured")
+        marks = rows.loc[~measured, "verdict"].map(mark).value_counts()
+        text = " · ".join(f"{m} {int(marks.get(m, 0))}" for m in ("✓", "✗", "~", "–"))
+        out[paper] = text + (f" (and {int(measured.sum())} measured)" if measured.any() else "")
+    return out
+
+
+def answer_table(statements_table: pd.DataFrame, tier: str = "headline",
+                 caveats: dict[str, str] | None = None) -> pd.DataFrame:
+    """The book's answer, one row per statement of ``tier``: the paper, the verdict as a mark (under the header
+    "verdict"; † where ``caveats`` maps the statement to the page that shows the verdict a named choice gives), the
+    statement, our difference(s), the paper's number (quoted, or "-"), the verdict in words and the pages that test
+    it (from :func:`statements`)."""
+    caveats = caveats or {}
     part = statements_table[statements_table["tier"] == tier]
     quoted = part["paper (quoted)"].where(~part["paper (quoted)"].str.startswith("not quoted"), "-")
     inner = r"(?:[^()]|\([^()]*\))*"  # text with at most one level of parentheses inside
     quoted = quoted.str.replace(rf" \({inner}quoted{inner}\)$", "", regex=True)  # the source is on the ledger
     # where the reading of a statement (one-sided or parity) rests on the paper's own sentence, it is quoted beside it
     statement = part["statement"].map(lambda s: f"{s}. The paper: {SENTENCES[s]}" if s in SENTENCES else s)
-    return pd.DataFrame({"paper": part["paper"], "": part["verdict"].map(mark), "statement": statement,
-                         "ours": part["ours"], "paper (quoted)": quoted, "verdict": part["verdict"],
+    marks = [mark(v) + (DAGGER if s in caveats else "") for v, s in zip(part["verdict"], part["statement"])]
+    return pd.DataFrame({"paper": part["paper"], "verdict": marks, "statement": statement,
+                         "ours": part["ours"], "paper (quoted)": quoted, "in words": part["verdict"],
+                         "caveat": [caveats.get(s, "") for s in part["statement"]],
                          "pages": part["pages"]}).reset_index(drop=True)

@@ -449,6 +449,16 @@ def test_a_pages_lead_counts_its_verdicts_and_names_its_largest_tested_differenc
         "the largest difference is -5.08 points, 5 vs 1 (STS)")  # 9.9 was never tested: not the largest
     assert verdict_lead(None) == verdict_lead(claims.iloc[:0]) == "no comparisons tested yet (their results are " \
                                                                   "not stored)"
+    # with the statements named, they are the unit (one verdict each), the comparisons after
+    named = claims.assign(**{"claim (paper)": ["A", "A", "B", "C"]})
+    assert verdict_lead(named).startswith("of 3 statements (4 comparisons), 0 are supported at our scale, 1 "
+                                          "contradicted and 2 neither")
+    # nothing decided: the page leads with its largest fact, not with zero counts
+    undecided = named.assign(**{"verdict at our scale": ["inconclusive", "inconclusive", "missing results",
+                                                         "untestable (one training run per method: no run-level test)"]})
+    assert verdict_lead(undecided) == (
+        "the largest tested difference is -5.08 points, 5 vs 1 (STS); of 3 statements (4 comparisons), 0 are "
+        "supported at our scale, 0 contradicted and 3 neither (inconclusive or untestable)")
 
 
 def _glued_page(value: str) -> nbformat.NotebookNode:

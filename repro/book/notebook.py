@@ -17,7 +17,7 @@ from IPython.display import HTML, display
 from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.book.table_format import register as register_tables
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
-from repro.core.verdicts import CONTRADICTED, SUPPORTED, base_verdict, is_tested
+from repro.core.verdicts import CONTRADICTED, SUPPORTED, base_verdict, is_tested, statement_verdict
 from repro.store.paths import offline
 
 MAX_ROWS = 2000  # rows a page's table shows before pandas cuts it
@@ -94,24 +94,38 @@ def caption(text: str, paper: str = "") -> None:
 
 def verdict_lead(claims, what: str = "comparisons") -> str:
     """A page's finding in one sentence, from its claims table (the ``verdict at our scale`` column of
-    :func:`repro.core.comparison.claims_table` and its seeded forms): how many of its ``what`` are supported,
-    contradicted and otherwise, and the largest tested difference with its comparison."""
+    :func:`repro.core.comparison.claims_table` and its seeded forms). Counted in statements, the ledger's unit,
+    where the table names them (``claim (paper)``: one verdict per statement, :func:`statement_verdict`), with its
+    ``what`` (comparisons) after; else in ``what``. With the largest tested difference; where no statement is
+    decided either way, the page leads with that measured fact instead of zero counts."""
     if claims is None or len(claims) == 0 or "verdict at our scale" not in claims:
         return f"no {what} tested yet (their results are not stored)"
-    verdicts = claims["verdict at our scale"].astype(str).map(base_verdict)
+    if "claim (paper)" in claims:
+        verdicts = claims.groupby("claim (paper)", sort=False)["verdict at our scale"].apply(
+            lambda v: base_verdict(statement_verdict(v.astype(str))))
+        noun = "statement" if len(verdicts) == 1 else "statements"
+        units = f"{len(verdicts)} {noun} ({len(claims)} {what})"
+    else:
+        verdicts = claims["verdict at our scale"].astype(str).map(base_verdict)
+        units = f"{len(claims)} {what}"
     supported, contradicted = int((verdicts == SUPPORTED).sum()), int((verdicts == CONTRADICTED).sum())
-    text = (f"of {len(claims)} {what}, {supported} {'is' if supported == 1 else 'are'} supported at our scale, "
-            f"{contradicted} contradicted and {len(claims) - supported - contradicted} neither (inconclusive or "
-            "untestable)")
-    tested = claims[verdicts.map(is_tested)] if "difference" in claims else claims.iloc[:0]
-    tested = tested[pd.to_numeric(tested["difference"], errors="coerce").notna()] if len(tested) else tested
-    if len(tested):
-        row = tested.loc[pd.to_numeric(tested["difference"]).abs().idxmax()]
-        label = row.get("comparison", row.get("claim (paper)", ""))
-        category = row.get("category")
-        where = f" ({category})" if isinstance(category, str) and category else ""
-        text += f"; the largest difference is {float(row['difference']):+.2f} points, {label}{where}"
-    return text
+    counts = (f"of {units}, {supported} {'is' if supported == 1 else 'are'} supported at our scale, "
+              f"{contradicted} contradicted and {len(verdicts) - supported - contradicted} neither (inconclusive or "
+              "untestable)")
+    rows = claims[pd.to_numeric(claims["difference"], errors="coerce").notna()] if "difference" in claims else claims.iloc[:0]
+    tested = rows[rows["verdict at our scale"].astype(str).map(is_tested)]
+    if not len(rows):
+        return counts
+    decided = supported + contradicted > 0
+    row = (tested if len(tested) else rows).pipe(lambda t: t.loc[pd.to_numeric(t["difference"]).abs().idxmax()])
+    label = row.get("comparison", row.get("claim (paper)", ""))
+    category = row.get("category")
+    where = f" ({category})" if isinstance(category, str) and category else ""
+    fact = f"{float(row['difference']):+.2f} points, {label}{where}"
+    if decided:
+        return counts + (f"; the largest difference is {fact}" if len(tested) else "")
+    kind = "tested " if len(tested) else "measured (untested) "
+    return f"the largest {kind}difference is {fact}; {counts}"
 
 
 CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "category", "paired": "tasks",

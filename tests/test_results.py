@@ -175,3 +175,38 @@ def test_the_standard_build_records_what_a_page_read_and_the_rerun_tables_cost_i
     assert 0 < recorded["experiments"]["embedfilter_lens"]["results"] <= lens
     build.execute("p2_spectrum", "smoke", output_dir=build.BOOK_DIR)  # another profile: not the book's cost
     assert json.loads(page_costs.COSTS_FILE.read_text())["p2_spectrum"] == recorded
+
+
+def test_a_truncated_or_foreign_result_file_stops_with_one_line_naming_it(tmp_path):
+    from repro.store.results import CorruptResult, load_result, result_path, save_result
+
+    params = {"task": "t"}
+    save_result("corrupt_test", params, pd.DataFrame({"x": [1]}))
+    path = result_path("corrupt_test", params)
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])  # a killed write or a bad merge
+    with pytest.raises(CorruptResult, match=r"corrupt_test/.*\.json is not valid JSON .*: restore it from git "
+                                            r"\(git checkout -- .*\) or delete it to compute it again$"):
+        load_result("corrupt_test", params)
+    path.write_text(text.replace('"t"', '"u"'))  # another key's parameters under this key
+    with pytest.raises(CorruptResult, match="holds other parameters than its key"):
+        load_result("corrupt_test", params)
+
+
+@pytest.mark.integration
+def test_a_page_build_over_a_corrupt_store_says_which_file_in_one_line(tmp_path, monkeypatch):
+    import shutil
+
+    from repro.cli import main
+
+    store = tmp_path / "results"
+    shutil.copytree(Path(__file__).parent / "data" / "smoke_results", store)
+    for path in store.rglob("*.json"):
+        path.write_text(path.read_text()[:20])
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(store))
+    monkeypatch.setenv("REPRO_COMPUTE", "refuse")
+    with pytest.raises(SystemExit) as stop:
+        main(["build", "--profile", "smoke", "--only", "p2_spectrum", "--no-site", "--book-dir", str(tmp_path / "b")])
+    message = str(stop.value)
+    assert message.startswith("repro build: CorruptResult: ") and "is not valid JSON" in message
+    assert "\n" not in message.split(" (the executed page")[0]

@@ -316,7 +316,7 @@ def main(argv=None):
 
 
 # what a page raises for a bad parameter (its check_page, an unknown task or backbone): one line at the command line
-PAGE_INPUT_ERRORS = ("TypeError", "ValueError", "FileNotFoundError", "KeyError")
+PAGE_INPUT_ERRORS = ("TypeError", "ValueError", "FileNotFoundError", "KeyError", "CorruptResult")
 
 
 def _execute(names: list[str], args, overrides: dict, pending: bool, output_dir: Path = BOOK_DIR) -> dict:

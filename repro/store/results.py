@@ -156,13 +156,32 @@ def _log_reads(experiment: str, paths) -> None:
             handle.writelines(f"{experiment}/{Path(p).stem}\n" for p in paths)
 
 
+class CorruptResult(ValueError):
+    """A stored result file that is not a valid record, or holds other parameters than its key."""
+
+
+def read_record(path: Path) -> dict:
+    """A stored result file's record; a file that is not valid JSON or not a record stops with one line naming it
+    and what to do (never a parser's traceback)."""
+    fix = f"restore it from git (git checkout -- {path}) or delete it to compute it again"
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CorruptResult(f"{path} is not valid JSON ({error.msg if hasattr(error, 'msg') else error}): "
+                            f"{fix}") from None
+    if not isinstance(record, dict) or "params" not in record or "rows" not in record:
+        raise CorruptResult(f"{path} is not a stored result (no params or rows): {fix}")
+    return record
+
+
 def load_result(experiment: str, params: dict) -> dict | None:
     path = result_path(experiment, params)
     if not path.is_file():
         return None
-    record = json.loads(path.read_text())
+    record = read_record(path)
     if json.loads(json.dumps(record["params"], default=str)) != json.loads(json.dumps(params, default=str)):
-        raise ValueError(f"{path} holds other parameters than asked (hash collision?)")
+        raise CorruptResult(f"{path} holds other parameters than its key: restore it from git (git checkout -- "
+                            f"{path}) or delete it to compute it again")
     _log_reads(experiment, [path])
     return record
 
@@ -185,7 +204,7 @@ def load_covering(experiment: str, params: dict, list_key: str, row_key: str) ->
     slug = params_key(params).rsplit("-", 1)[0] if "-" in params_key(params) else ""
     same = {k: v for k, v in json.loads(json.dumps(params, default=str)).items() if k != list_key}
     for path in sorted(folder.glob(f"{slug}-*.json" if slug else "*.json") if folder.is_dir() else []):
-        record = json.loads(path.read_text())
+        record = read_record(path)
         stored = record.get("params", {})
         if {k: v for k, v in stored.items() if k != list_key} != same or not set(wanted) <= set(stored.get(list_key, [])):
             continue
@@ -239,7 +258,7 @@ def all_results(experiment: str, where: Callable[[dict], bool] | None = None) ->
     """Every stored result of ``experiment`` (``where``: only those whose params it accepts), in file order."""
     folder = results_dir() / experiment
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    records = [(p, json.loads(p.read_text())) for p in paths]
+    records = [(p, read_record(p)) for p in paths]
     kept = [(p, r) for p, r in records if where is None or where(r["params"])]
     _log_reads(experiment, [p for p, _ in kept])
     return [r for _, r in kept]

@@ -194,7 +194,7 @@ def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(t
                           ([str(tmp_path / "latin1.txt")], "line 1: not UTF-8 .*iconv")):
         with pytest.raises(SystemExit, match=message):
             cli(["encode", "--recipe", f"{tiny_dir}/echo", "--input", *args, "--output", str(tmp_path / "x.npy")])
-    with pytest.raises(SystemExit, match="unknown recipe 'tiny/echoo'.*stored recipes"):
+    with pytest.raises(SystemExit, match="unknown recipe 'tiny/echoo'.*repro recipes. lists the recipes"):
         cli(["encode", "--recipe", "tiny/echoo", "--input", str(tmp_path / "texts.txt"),
              "--output", str(tmp_path / "x.npy")])
 

@@ -1,7 +1,7 @@
 """Named recipes: the book's configurations as one-line Embedders, for encoding your own texts.
 
-    from repro.core.embedder import Embedder
-    embedder = Embedder.from_recipe("qwen2.5-coder-0.5b/echo+edge/2")   # (or repro.recipes.recipes.from_recipe)
+    from repro import from_recipe
+    embedder = from_recipe("qwen2.5-coder-0.5b/echo+edge/2")           # an Embedder
     vectors = embedder.encode(["a sentence", "another one"])        # float32 [2, 448]
 
 A recipe id is ``<backbone>/<method>[+<filter>]``, the same names the result keys use:
@@ -65,8 +65,8 @@ def parse_recipe(recipe: str) -> tuple[str, str, str | None]:
     backbone, slash, method = head.rpartition("/")
     if not slash or not backbone or method not in METHODS or (plus and not variant):
         raise ValueError(f"unknown recipe {recipe!r}: write '<backbone>/<method>[+<filter>]' with a method of "
-                         f"{', '.join(METHODS)}, e.g. 'qwen2.5-coder-0.5b/echo+edge/2'; "
-                         f"stored recipes: {', '.join(stored_recipes()[:8]) or 'none'} ...")
+                         f"{', '.join(METHODS)}, e.g. 'qwen2.5-coder-0.5b/echo+edge/2' (`repro recipes` lists "
+                         "the recipes with stored scores)")
     if variant:
         parse_variant(variant)  # a clear error for an unknown filter
     return backbone, method, variant or None

@@ -18,7 +18,7 @@ from repro.book.pages import NOTEBOOKS, page_parameters
 
 SMOKE_STORE = Path(__file__).parent / "data" / "smoke_results"  # scripts/smoke_store.py
 # the smoke book is built here, never in book/: the suite leaves the published site alone (conftest checks it)
-SMOKE_BOOK = Path(tempfile.mkdtemp(prefix="repro-smoke-book-"))
+SMOKE_BOOK = Path(tempfile.gettempdir()) / f"repro-smoke-book-{os.getpid()}"  # made by the build that needs it
 
 
 def test_overrides_parse_literals_and_strings():

@@ -213,16 +213,18 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
 
 
 def printed_commands(dom: str) -> list[str]:
-    """The ``.venv/bin/repro build ...`` commands a rendered page shows (in code or text), one per line, without a
-    trailing shell comment; the placeholders ``PAGE`` and ``-p NAME=VALUE`` filled with a real page and dropped."""
+    """The ``.venv/bin/repro build ...`` commands a rendered page shows in its code (inline ``<code>`` or ``<pre>``
+    blocks), one per line, without a trailing shell comment; the placeholders ``PAGE`` and ``-p NAME=VALUE`` filled
+    with a real page and dropped."""
     import html as html_lib
     import re
 
-    text = html_lib.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<(style|script)\b.*?</\1>", " ", dom, flags=re.DOTALL)))
     found = []
-    for match in re.finditer(r"\.venv/bin/repro build[^\n`#]*", text):
-        command = re.sub(r"\s+", " ", match.group(0)).strip().rstrip(").,;:")
-        found.append(command.replace("--only PAGE", "--only p2_spectrum").replace(" -p NAME=VALUE", ""))
+    for block in re.findall(r"<(code|pre)\b[^>]*>(.*?)</\1>", dom, flags=re.DOTALL):
+        text = html_lib.unescape(re.sub(r"<[^>]+>", "", block[1]))
+        for match in re.finditer(r"\.venv/bin/repro build[^\n#]*", text):
+            command = re.sub(r"\s+", " ", match.group(0)).strip()
+            found.append(command.replace("--only PAGE", "--only p2_spectrum").replace(" -p NAME=VALUE", ""))
     return found
 
 
@@ -243,7 +245,7 @@ def dry_runs(command: str) -> bool:
 
 def test_a_printed_rerun_command_dry_runs_and_a_wrong_one_does_not():
     page = ('<pre>.venv/bin/repro build --only p3_summary -p \'tables={"suite": "small"}\'  # a comment</pre>'
-            "<p>run <code>.venv/bin/repro build --only PAGE -p NAME=VALUE</code>.</p>")
+            "<p>run <code>.venv/bin/repro build --only PAGE -p NAME=VALUE</code> (the text after it is prose).</p>")
     commands = printed_commands(page)
     assert commands == ['.venv/bin/repro build --only p3_summary -p \'tables={"suite": "small"}\'',
                         ".venv/bin/repro build --only p2_spectrum"]

@@ -35,7 +35,7 @@ from repro.book.page_costs import record_page
 from repro.book.page_layout import glossary_line, parameters_last
 from repro.book.pages import NOTEBOOKS, PROFILES, READERS, page_parameters
 from repro.book.placeholders import placeholders
-from repro.commands import build_command
+from repro.core.commands import build_command
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
 from repro.store.results import READ_LOG_ENV

@@ -10,7 +10,7 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_markdown_cell
 
-from repro.commands import build_command
+from repro.core.commands import build_command
 
 HEADING = "## Parameters"
 TERMS = "Terms used here"  # the line under a results page's opening that links the glossary

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from IPython import get_ipython
 
-from repro.core.verdicts import p_text
+from repro.core.wording import p_text
 
 MAX_DECIMALS = 2
 VERDICT_COLUMNS = ("verdict", "verdict at our scale")

@@ -71,27 +71,6 @@ ALPHA = 0.05
 POWER = 0.8  # the power a detectable effect is stated at
 
 
-def margins_sentence() -> str:
-    """The declared margins in words, from :data:`MARGINS`: "±1 point x100 (±2 for Retrieval)"."""
-    usual = max(set(MARGINS.values()), key=list(MARGINS.values()).count)
-    others = ", ".join(f"±{m:g} for {c}" for c, m in MARGINS.items() if m != usual)
-    return f"±{usual:g} point x100" + (f" ({others})" if others else "")
-
-
-def p_text(p) -> str:
-    """A p-value as the book prints it: 2 significant digits ("0.012", "0.50"), "< 0.001" below 0.001, a third digit
-    where 2 would carry it across alpha ("0.04999", never "0.050"), empty where there is none."""
-    if p is None or pd.isna(p):
-        return ""
-    p = float(p)
-    if p < 0.001:
-        return "< 0.001"
-    digits = 2
-    while (p < ALPHA) != (float(f"{p:#.{digits}g}") < ALPHA) and digits < 6:
-        digits += 1
-    return f"{p:#.{digits}g}"
-
-
 def margin_for(category: str | None) -> float:
     """The declared margin of a category's main score (:data:`MARGINS`); :data:`MARGIN` for a mixed mean."""
     return MARGINS.get(str(category), MARGIN)

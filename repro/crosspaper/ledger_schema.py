@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.verdicts import MARGINS, TASKS_TEST, p_text
+from repro.core.verdicts import MARGINS, TASKS_TEST
+from repro.core.wording import p_text
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",

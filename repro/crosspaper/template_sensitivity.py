@@ -23,7 +23,7 @@ import pandas as pd
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import missing_autoreg
 from repro.book.pages import page_parameters
-from repro.commands import build_command
+from repro.core.commands import build_command
 from repro.crosspaper.ledger import claims_ledger
 from repro.crosspaper.statements import statements, summary_counts
 

@@ -39,7 +39,8 @@ from repro.autoregembed.experiments import converged
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
 from repro.autoregembed.experiments.search import base_config
 from repro.core.scoring import stored_per_task
-from repro.core.verdicts import MARGIN, claim_row, decide, p_text, runs_test, tasks_test
+from repro.core.verdicts import MARGIN, claim_row, decide, runs_test, tasks_test
+from repro.core.wording import p_text
 from repro.store.runs import ensure_trained
 from repro.training import budget
 from repro.training.budget_curves import task_frame

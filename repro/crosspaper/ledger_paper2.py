@@ -48,7 +48,8 @@ def _quoted_gain(prompt: str, variant: str, sign: int = 1) -> str:
         return NOT_QUOTED
     gains = (sign * (table[variant] - table["raw"])).dropna()
     label = f"raw - {variant}" if sign < 0 else f"{variant} - raw"
-    return "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({label}; {P2_SOURCE})"
+    name = next(p for p in pd.DataFrame(PAPER_MAIN)[1] if p.lower() == prompt.lower())  # the paper's spelling
+    return f"{name}: " + "; ".join(f"{b}: {g:+.2f}" for b, g in gains.items()) + f" ({label}; {P2_SOURCE})"
 
 
 def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFrame, list[str]]:

@@ -46,12 +46,23 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
         rows.append({"paper": paper, "statement": statement, "tier": part["tier"].iloc[0],
                      "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
                                                         f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
-                     else "", "paper (quoted)": part["paper (quoted)"].iloc[0],
+                     else "", "paper (quoted)": _quotes(part["paper (quoted)"]),
                      "deciding p (BH)": _deciding_p(part, verdict),
                      "verdict": verdict, "power": _power_text(part) if base_verdict(verdict) == INCONCLUSIVE else "",
                      "MixedLM (sensitivity)": _mixed_model(part),
                      "pages": ", ".join(dict.fromkeys(part["page"]))})
     return pd.DataFrame(rows)
+
+
+QUOTES = " | "  # between the quotes of a statement's comparisons (e.g. PromptEOL's and Echo's gains, each labelled)
+
+
+def _quotes(quoted: pd.Series) -> str:
+    """A statement's quoted numbers: every distinct quote of its comparisons, each with its own label and source, in
+    order (not only the first comparison's); "not quoted" only where none of them is quoted."""
+    distinct = list(dict.fromkeys(q for q in quoted.astype(str) if q))
+    quotes = [q for q in distinct if not q.startswith("not quoted")]
+    return QUOTES.join(quotes) if quotes else (distinct[0] if distinct else "")
 
 
 def _within_statement(part: pd.DataFrame, existence: bool) -> list[str]:
@@ -264,7 +275,8 @@ def answer_table(statements_table: pd.DataFrame, tier: str = "headline",
     part = statements_table[statements_table["tier"] == tier]
     quoted = part["paper (quoted)"].where(~part["paper (quoted)"].str.startswith("not quoted"), "-")
     inner = r"(?:[^()]|\([^()]*\))*"  # text with at most one level of parentheses inside
-    quoted = quoted.str.replace(rf" \({inner}quoted{inner}\)$", "", regex=True)  # the source is on the ledger
+    quoted = quoted.map(lambda q: QUOTES.join(re.sub(rf" \({inner}quoted{inner}\)$", "", one)  # sources: on the ledger
+                                              for one in q.split(QUOTES)))
     # where the reading of a statement (one-sided or parity) rests on the paper's own sentence, it is quoted beside it
     statement = part["statement"].map(lambda s: f"{s}. The paper: {SENTENCES[s]}" if s in SENTENCES else s)
     marks = [mark(v) + (DAGGER if s in caveats else "") for v, s in zip(part["verdict"], part["statement"])]

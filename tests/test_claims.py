@@ -767,7 +767,7 @@ def test_a_ledger_statistic_without_a_p_has_no_dangling_comma():
     claims = pd.DataFrame({"claim (paper)": ["c", "d"], "category": ["STS", "STS"], "difference": [1.0, 2.0],
                            "p": [np.nan, 0.01], "units": ["1 task", "9 tasks"],
                            "verdict at our scale": ["untestable at n=1", "supported"]})
-    assert from_claims(1, claims, "s", "p")["statistic"].tolist() == ["1 task", "p = 0.0100, 9 tasks"]
+    assert from_claims(1, claims, "s", "p")["statistic"].tolist() == ["1 task", "p = 0.010, 9 tasks"]
 
 
 def test_a_statement_of_existence_is_decided_by_its_smallest_adjusted_p():

@@ -745,3 +745,27 @@ def test_stage1_under_the_rule_stops_on_its_loss_and_records_dev(tiny_dir, tmp_p
     with pytest.raises(ValueError, match="stop_signal"):
         replace(config, stop_signal="dev_loss")
     assert budget.signal_of(config) == budget.LOSS_SIGNAL
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name, first", [("gemma3-270m", "<bos>"), ("smollm2-135m", None)])
+def test_the_principled_template_on_the_real_tokenizers_puts_their_own_bos_first_and_no_chat_token(name, first):
+    """Issue 52's gemma3 check: under the principled template (official pieces, head-tail cut, the tokenizer's own
+    BOS) gemma3's inputs start with its ``<bos>`` exactly once, SmolLM2's with no BOS and never its chat token."""
+    from transformers import AutoTokenizer
+
+    from repro.autoregembed.experiments.independent import PRINCIPLED
+    from repro.core.backbones import PACKAGED, converted_folder
+
+    tok = AutoTokenizer.from_pretrained(converted_folder(PACKAGED[name]))
+    ids = ar_model.TextIds(tok, 160, 64, PRINCIPLED["template"], PRINCIPLED["cut"], PRINCIPLED["bos"])
+    long = " ".join(["word"] * 400)  # cut: the head and the tail kept
+    for sequence in (ids.stage1_input(long, "Continue the text."), ids.stage2_input("a query", "Answer it."),
+                     ids.inference_input("a sentence", "autoregembed-passage-official")):
+        tokens = tok.convert_ids_to_tokens(sequence)
+        assert "<|im_start|>" not in tokens
+        if first is None:
+            assert sequence[0] != tok.bos_token_id  # SmolLM2 adds no BOS of its own
+        else:
+            assert tokens[0] == first and tokens.count(first) == 1
+    assert len(ids.stage1_input(long, "Continue the text.")) <= 160

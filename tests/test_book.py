@@ -148,6 +148,10 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     computed = sorted(str(p.relative_to(store)) for p in store.rglob("*.json") if p.relative_to(store) not in before)
     assert not computed, f"the committed smoke store is stale, the build computed {computed[:4]}: run " \
                          "scripts/smoke_store.py and commit tests/data/smoke_results"
+    from repro.book.legends import MARK
+
+    covered = sorted(p.stem for p in SMOKE_BOOK.glob("*.ipynb") if MARK in p.read_text())
+    assert not covered, f"a figure's legend covers its data on {covered} (repro.book.legends)"
     html = SMOKE_BOOK / "_build" / "html"
     for name in NOTEBOOKS:
         assert (html / f"{name}.html").is_file(), name

@@ -69,7 +69,10 @@ def quiet() -> None:
     pd.set_option("display.max_rows", MAX_ROWS)  # a page's long tables (collapsed) are shown whole up to MAX_ROWS
     mpl.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "font.size": 11, "axes.titlesize": 12,
                          "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10, "ytick.labelsize": 10,
-                         "legend.title_fontsize": 10, "figure.titlesize": 12})
+                         "legend.title_fontsize": 10, "figure.titlesize": 12,
+                         # every figure's legends are checked when it is drawn: a legend over data prints a line
+                         # the smoke book's test fails on (repro.book.legends)
+                         "figure.hooks": ["repro.book.legends:watch"]})
 
 
 def say(text: str, width: int = 78) -> None:

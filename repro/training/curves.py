@@ -46,14 +46,16 @@ def with_rolling_loss(curves: pd.DataFrame, by: list[str], rolling: int) -> pd.D
 def plot_training_curves(curves: pd.DataFrame):
     """Training loss (rolling mean) and STS-B dev Spearman x100 per model (hue) and backbone (line style)."""
     loss = next(c for c in curves.columns if c.startswith("train loss (rolling"))
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.4))
     sns.lineplot(data=curves.dropna(subset=["train_loss"]), x="step", y=loss, hue="model", style="backbone",
                  ax=axes[0])
     sns.lineplot(data=curves.dropna(subset=["validation_sts"]), x="step", y="validation_sts", hue="model",
                  style="backbone", marker="o", ax=axes[1])
     axes[1].set_ylabel("STS-B dev Spearman x100")
-    # one legend (the same hues and styles), inside the loss panel's empty upper right: the figure fits the column
-    axes[1].get_legend().remove()
-    sns.move_legend(axes[0], "upper right", ncol=2, fontsize=9, title_fontsize=9)
-    fig.tight_layout()
+    # one legend for both panels (the same hues and styles), below them: never over a curve
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes:
+        ax.get_legend().remove()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 8), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig

@@ -1,0 +1,44 @@
+"""A legend over plotted points is found (repro.book.legends); the book's pages report it when a figure is drawn."""
+
+import io
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from repro.book.legends import MARK, covered_points  # noqa: E402
+
+
+def _drawn(fig):
+    fig.savefig(io.BytesIO())
+    return fig
+
+
+def test_a_legend_over_points_is_counted_and_one_beside_them_is_not():
+    fig, ax = plt.subplots()
+    ax.plot(range(10), [5] * 9 + [0], "o", label="a")
+    ax.legend(loc="upper left")
+    assert covered_points(_drawn(fig)) == [("axes 1", 1)]
+    fig, ax = plt.subplots()
+    ax.scatter(range(10), [5] * 9 + [0], label="b")
+    ax.set_title("scatter")
+    ax.legend(loc="upper left")
+    assert covered_points(_drawn(fig)) == [("scatter", 1)]
+    fig, ax = plt.subplots()
+    ax.plot(range(10), [5] * 9 + [0], "o", label="a")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # outside the axes
+    assert covered_points(_drawn(fig)) == []
+    plt.close("all")
+
+
+def test_a_page_kernel_reports_a_covered_legend_when_the_figure_is_drawn():
+    """quiet() sets matplotlib's figure.hooks: any figure made with pyplot prints the mark when it is drawn."""
+    code = ("import io, matplotlib; matplotlib.use('Agg'); from repro.book.notebook import quiet; quiet()\n"
+            "import matplotlib.pyplot as plt\n"
+            "fig, ax = plt.subplots(); ax.plot(range(10), [5] * 9 + [0], 'o', label='a'); ax.legend(loc='upper left')\n"
+            "fig.savefig(io.BytesIO())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert MARK in done.stderr

@@ -144,7 +144,11 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     store = Path(os.environ["REPRO_RESULTS_DIR"])
     shutil.copytree(SMOKE_STORE, store, dirs_exist_ok=True)
     before = {p.relative_to(store) for p in store.rglob("*.json")}
-    build.main(["--profile", "smoke", "--book-dir", str(SMOKE_BOOK)])
+    os.environ["REPRO_CHECK_LEGENDS"] = "1"  # the pages' kernels report a legend over data (repro.book.legends)
+    try:
+        build.main(["--profile", "smoke", "--book-dir", str(SMOKE_BOOK)])
+    finally:
+        os.environ.pop("REPRO_CHECK_LEGENDS", None)
     computed = sorted(str(p.relative_to(store)) for p in store.rglob("*.json") if p.relative_to(store) not in before)
     assert not computed, f"the committed smoke store is stale, the build computed {computed[:4]}: run " \
                          "scripts/smoke_store.py and commit tests/data/smoke_results"

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from repro.book.legends import MARK, covered_points  # noqa: E402
+from repro.book.legends import CHECK_ENV, MARK, covered_points  # noqa: E402
 
 
 def _drawn(fig):
@@ -40,5 +40,11 @@ def test_a_page_kernel_reports_a_covered_legend_when_the_figure_is_drawn():
             "import matplotlib.pyplot as plt\n"
             "fig, ax = plt.subplots(); ax.plot(range(10), [5] * 9 + [0], 'o', label='a'); ax.legend(loc='upper left')\n"
             "fig.savefig(io.BytesIO())")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    import os
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, CHECK_ENV: "1"})
     assert MARK in done.stderr
+    quiet_page = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                env={k: v for k, v in os.environ.items() if k != CHECK_ENV})
+    assert MARK not in quiet_page.stderr  # a published page never shows the line

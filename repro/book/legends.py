@@ -1,10 +1,12 @@
 """Legends that cover data: :func:`covered_points` counts the plotted points (line vertices, scatter and marker
 offsets) inside a legend's box, in display coordinates after the figure is drawn. The book's pages watch every
-figure (``quiet`` sets matplotlib's ``figure.hooks`` to :func:`watch`): when a drawn figure has a legend over its
-data, the page prints a line starting with :data:`MARK`, and the smoke book's test fails on any such line."""
+figure (``quiet`` sets matplotlib's ``figure.hooks`` to :func:`watch`): with ``REPRO_CHECK_LEGENDS=1`` (the smoke
+book's test sets it; a published page never shows the line) a drawn figure whose legend covers its data prints a line
+starting with :data:`MARK`, and the test fails on any such line."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -12,6 +14,7 @@ from matplotlib.collections import Collection
 from matplotlib.figure import Figure
 
 MARK = "legend covers data:"
+CHECK_ENV = "REPRO_CHECK_LEGENDS"
 
 
 def _points(ax) -> np.ndarray:
@@ -44,6 +47,8 @@ def covered_points(fig: Figure) -> list[tuple[str, int]]:
 
 
 def _on_draw(event) -> None:
+    if os.environ.get(CHECK_ENV) != "1":
+        return
     for title, n in covered_points(event.canvas.figure):
         print(f"{MARK} {n} plotted point(s) of '{title}' lie under its legend", file=sys.stderr)
 

@@ -70,8 +70,8 @@ def quiet() -> None:
     mpl.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI, "font.size": 11, "axes.titlesize": 12,
                          "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10, "ytick.labelsize": 10,
                          "legend.title_fontsize": 10, "figure.titlesize": 12,
-                         # every figure's legends are checked when it is drawn: a legend over data prints a line
-                         # the smoke book's test fails on (repro.book.legends)
+                         # every figure's legends are checked when it is drawn: under the smoke book's test a
+                         # legend over data prints a line the test fails on (repro.book.legends)
                          "figure.hooks": ["repro.book.legends:watch"]})
 
 

@@ -47,7 +47,9 @@ def covered_points(fig: Figure) -> list[tuple[str, int]]:
 
 
 def _on_draw(event) -> None:
-    if os.environ.get(CHECK_ENV) != "1":
+    # a layout pass (seaborn's legend placement, tight_layout) draws with rendering disabled (matplotlib's
+    # RendererBase._draw_disabled sets no-op draw_* methods on the renderer): only a rendered draw is the figure shown
+    if os.environ.get(CHECK_ENV) != "1" or "draw_path" in vars(event.renderer):
         return
     for title, n in covered_points(event.canvas.figure):
         print(f"{MARK} {n} plotted point(s) of '{title}' lie under its legend", file=sys.stderr)

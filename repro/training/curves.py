@@ -46,7 +46,7 @@ def with_rolling_loss(curves: pd.DataFrame, by: list[str], rolling: int) -> pd.D
 def plot_training_curves(curves: pd.DataFrame):
     """Training loss (rolling mean) and STS-B dev Spearman x100 per model (hue) and backbone (line style)."""
     loss = next(c for c in curves.columns if c.startswith("train loss (rolling"))
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 4.4))
     sns.lineplot(data=curves.dropna(subset=["train_loss"]), x="step", y=loss, hue="model", style="backbone",
                  ax=axes[0])
     sns.lineplot(data=curves.dropna(subset=["validation_sts"]), x="step", y="validation_sts", hue="model",

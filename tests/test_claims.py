@@ -198,8 +198,9 @@ def test_training_curves_pick_the_stored_runs_of_the_configs_and_plot_one_legend
     assert curves["step"].tolist() == [1, 2, 3, 4] and set(curves["model"]) == {"5"}
     assert curves["train loss (rolling 2)"].tolist() == [1.0, 1.5, 2.5, 3.5]
     fig = tc.plot_training_curves(curves)
-    # one legend (the same hues and styles on both panels), inside the loss panel: the figure keeps its width
-    assert fig.axes[0].get_legend() is not None and fig.axes[1].get_legend() is None
+    # one legend (the same hues and styles on both panels), below the panels: never over a curve, the width kept
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
+    assert fig.legends[0].get_window_extent().y1 <= min(ax.get_window_extent().y0 for ax in fig.axes)
     assert fig.get_size_inches()[0] <= 8
     with pytest.raises(ValueError, match="none of these runs is stored"):
         tc.training_curves([TrainConfig(model=1, steps=4)])

@@ -20,7 +20,7 @@ def test_the_shown_parameters_move_to_the_end_under_the_rerun_line():
         nb = parameters_last(_page(injected), "p3_memory")
         heading, shown = nb.cells[-2], nb.cells[-1]
         assert heading.source.startswith(HEADING) and "--only p3_memory" in heading.source
-        assert "reruns/p3_memory.ipynb" in heading.source
+        assert "reruns/p3_memory.html" in heading.source
         assert ('profile = "smoke"' if injected else 'profile = "standard"') in shown.source
         assert nb.cells[0].source.startswith("# Title") and nb.cells[-3].source == "display(1)"
         assert len(nb.cells) == (5 if injected else 4)

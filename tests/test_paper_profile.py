@@ -23,8 +23,10 @@ def test_dry_run_resolves_every_page_and_estimates_gpu_hours(capsys):
     for name in NOTEBOOKS:
         assert f"== {name} (paper" in out
     assert "MTEB tasks: 52" in out and "total: ~" in out and "nothing downloaded" in out
-    with pytest.raises(SystemExit):
-        main(["--profile", "standard", "--dry-run"])
+    # any profile dry-runs: what each page would execute, nothing run
+    main(["--profile", "standard", "--dry-run", "--only", "p3_memory"])
+    out = capsys.readouterr().out
+    assert "would execute p3_memory (standard)" in out and "p1_tables" not in out
 
 
 def test_the_mteb_suite_checks_task_names_against_mteb():

@@ -1,4 +1,4 @@
-"""Write each notebook's ``standard`` profile (repro.book.pages) into its parameters cell, keeping the cell's
+"""Write each notebook's ``standard`` profile (repro.pages.parameters) into its parameters cell, keeping the cell's
 comments; ``--check`` only reports the notebooks whose defaults differ (tests/test_book.py runs the check).
 
     python scripts/sync_notebook_parameters.py [--check]
@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from repro.book.pages import NOTEBOOKS  # noqa: E402
+from repro.pages.parameters import NOTEBOOKS  # noqa: E402
 
 
 def parameters_cell(notebook: dict) -> dict:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Train and evaluate Tang & Yang's five models at the book's standard budget (resumable: rerun to continue).
 #   scripts/train_p1_models.sh 1 2 3 4 5                       # Tables 2-4 (smollm2-135m, every compact task)
-#   BACKBONE=gemma3-270m TASKS="$(python -c 'from repro.book.pages import P1_ROBUSTNESS_TASKS as t; print(*t)')" \
+#   BACKBONE=gemma3-270m TASKS="$(python -c 'from repro.pages.parameters import P1_ROBUSTNESS_TASKS as t; print(*t)')" \
 #     scripts/train_p1_models.sh 1 2 3 4 5                     # Table 5 (the page's task list)
 #   RECOMPUTE_STALE=1 scripts/train_p1_models.sh 1             # weights lost and retrained (CPU training is not
 #                                                              # bit-reproducible across machines): redo the scores

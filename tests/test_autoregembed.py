@@ -263,7 +263,6 @@ def test_experiment_runner_stores_scores_and_uses_the_passage_prompt_for_documen
 def test_command_line_builds_both_stages_and_the_no_compression_ablation():
     import argparse
 
-
     parser = argparse.ArgumentParser()
     ar_cli.add_arguments(parser)
     config = ar_cli.config_from_arguments(vars(parser.parse_args(["--steps", "7", "--compress-steps", "9",
@@ -439,7 +438,7 @@ def test_adding_the_stage1_data_setting_keeps_the_keys_of_the_committed_runs():
 
     from repro.autoregembed.experiments.configs import page_configs
     from repro.autoregembed.train import run_params
-    from repro.book.pages import page_parameters
+    from repro.pages.parameters import page_parameters
     from repro.store.results import params_key
 
     committed = Path(__file__).resolve().parent.parent / "results" / "autoreg_runs"

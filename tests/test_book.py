@@ -14,7 +14,7 @@ import pytest
 
 from repro.book import build
 from repro.book.build import parse_override
-from repro.book.pages import NOTEBOOKS, page_parameters
+from repro.pages.parameters import NOTEBOOKS, page_parameters
 
 SMOKE_STORE = Path(__file__).parent / "data" / "smoke_results"  # scripts/smoke_store.py
 # the smoke book is built here, never in book/: the suite leaves the published site alone (conftest checks it)
@@ -63,7 +63,7 @@ def test_every_notebook_has_a_tagged_parameters_cell_and_no_outputs():
 
 def test_every_page_parameter_has_one_type_and_every_profile_passes_it():
     from repro.book.notebook import check_page
-    from repro.book.pages import PARAMETER_TYPES
+    from repro.pages.parameters import PARAMETER_TYPES
 
     for name, profiles in NOTEBOOKS.items():
         for profile, params in profiles.items():
@@ -381,7 +381,7 @@ def test_pages_run_at_once_in_their_own_processes_and_the_reading_pages_after_th
     import subprocess
     import threading
 
-    from repro.book.pages import READERS
+    from repro.pages.parameters import READERS
 
     started, running, peak, lock = [], [], [0], threading.Lock()
 

@@ -426,6 +426,7 @@ def test_the_ledgers_paper_view_states_each_statement_once_over_its_rows():
     assert "rowspan=\"2\"" in view.to_html()  # the page states each statement once
     assert "paper (quoted)" not in ledger.paper_view(rows.assign(**{"paper (quoted)": ledger.NOT_QUOTED})).columns
 
+
 def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     from repro.core.tasks import TASKS
     from repro.crosspaper import ledger

@@ -43,8 +43,8 @@ def _page_claims():
     from repro.autoregembed.experiments import independent
     from repro.autoregembed.experiments.configs import page_configs
     from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
-    from repro.book.pages import page_parameters
     from repro.core.seeds import seeded_claims
+    from repro.pages.parameters import page_parameters
     from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS, TABLE_CLAIMS, present_claims
     from repro.pooling_attention.converged import converged_scores
 

@@ -6,7 +6,7 @@ import pytest
 
 
 def test_every_page_has_a_paper_profile_with_the_notebooks_parameters():
-    from repro.book.pages import NOTEBOOKS, page_parameters
+    from repro.pages.parameters import NOTEBOOKS, page_parameters
 
     for name, profiles in NOTEBOOKS.items():
         assert set(page_parameters(name, "paper")) == set(profiles["standard"]), name
@@ -16,7 +16,7 @@ def test_every_page_has_a_paper_profile_with_the_notebooks_parameters():
 
 def test_dry_run_resolves_every_page_and_estimates_gpu_hours(capsys):
     from repro.book.build import main
-    from repro.book.pages import NOTEBOOKS
+    from repro.pages.parameters import NOTEBOOKS
 
     main(["--profile", "paper", "--dry-run"])
     out = capsys.readouterr().out
@@ -32,8 +32,8 @@ def test_dry_run_resolves_every_page_and_estimates_gpu_hours(capsys):
 def test_the_mteb_suite_checks_task_names_against_mteb():
     import mteb
 
-    from repro.book.paper_profile import P1_TASKS, P2_TASKS, P3_TASKS, page_work
     from repro.core.tasks import check_task_names, data_fingerprint
+    from repro.pages.paper_profile import P1_TASKS, P2_TASKS, P3_TASKS, page_work
 
     # MTEB(eng, classic), as the official EmbedFilter code asserts (CQADupstack as its 12 forums)
     classic = {t.metadata.name for t in mteb.get_benchmark("MTEB(eng, classic)").tasks}

@@ -63,14 +63,14 @@ def test_the_main_table_narrowed_to_one_backbone_and_three_ratios_renders_from_t
 
 def _narrowed(page: str) -> dict:
     """The page's list-valued parameters (two or more items) each cut to a strict subset: its last item dropped."""
-    from repro.book.pages import page_parameters
+    from repro.pages.parameters import page_parameters
 
     return {k: list(v)[:-1] for k, v in page_parameters(page, "standard").items()
             if isinstance(v, (list, tuple)) and len(v) >= 2}
 
 
 def _pages_with_lists() -> list[str]:
-    from repro.book.pages import NOTEBOOKS
+    from repro.pages.parameters import NOTEBOOKS
 
     return [page for page in NOTEBOOKS if _narrowed(page)]
 

@@ -161,7 +161,7 @@ def test_the_standard_build_records_what_a_page_read_and_the_rerun_tables_cost_i
     # a real page's standard build records its reads: p2_spectrum at its smoke scale, from the committed smoke store
     import shutil
 
-    from repro.book import pages
+    from repro.pages import parameters as pages
 
     store = tmp_path / "smoke"
     shutil.copytree(Path(__file__).parent / "data" / "smoke_results", store)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from repro.book import paper_profile
-from repro.book.pages import page_parameters
 from repro.crosspaper.summaries import scope_and_scale, summary_markdown
+from repro.pages import paper_profile
+from repro.pages.parameters import page_parameters
 from repro.pooling_attention.trained import converged_config
 
 

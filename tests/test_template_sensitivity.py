@@ -84,7 +84,7 @@ def test_the_data_efficiency_swap_reads_autoregembeds_points_of_another_configur
     either all stored or named as missing (never a partial curve)."""
     from repro.autoregembed.experiments import data_efficiency as de
     from repro.autoregembed.experiments.configs import page_configs
-    from repro.book.pages import page_parameters
+    from repro.pages.parameters import page_parameters
 
     monkeypatch.delenv("REPRO_RESULTS_DIR")  # the committed results
     monkeypatch.setenv("REPRO_TRAINING", "refuse")

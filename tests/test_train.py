@@ -158,7 +158,7 @@ def test_run_folders_differ_by_every_setting_and_validation_anchors_never_train(
 
     names = {run_spec(_config(tiny_dir, **kw)).name for kw in ({}, {"steps": 5}, {"seed": 1}, {"lr": 1e-3})}
     assert len(names) == 4
-    train_rows, held = train_data.split_triplets(TrainConfig(validation_triplets=300))
+    train_rows, held = train_data.split_triplets("nli", 300, 0)
     assert len(held) >= 300 and not {r["query"] for r in train_rows} & {r["query"] for r in held}
     # the direction of a Wilcoxon result follows the signed ranks, not the mean
     result = wilcoxon_over_tasks([30, 0, 0, 0, 0, 0, 0, 0], [0, 1, 2, 3, 4, 5, 6, 7])
@@ -289,7 +289,7 @@ def test_a_plain_optimizer_step_trains_on_the_run_loss_and_counts_real_tokens(ti
     torch.manual_seed(0)
     model = build_model(config)
     collate = Collator(model.backbone.tokenizer, config)
-    rows = split_triplets(config)[0][:4]
+    rows = split_triplets(config.data, config.validation_triplets, config.seed)[0][:4]
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=1e-3)
     model.train()
     with torch.no_grad():

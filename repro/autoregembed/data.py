@@ -7,7 +7,6 @@ import random
 
 from repro.autoregembed.config import AUTOENCODE_FILE, INSTRUCTION_FILES, STAGE1_DATA, AlignConfig
 from repro.store.paths import data_dir
-from repro.training.contrastive import TrainConfig
 from repro.training.data import read_triplets, split_triplets, subset
 
 
@@ -65,8 +64,7 @@ def split_align(config: AlignConfig) -> tuple[list[dict], list[dict]]:
     """Training triplets (a seeded subset of ``train_examples`` if set) and held-out triplets (by anchor)."""
 
     if config.data in ("nli", "nli-medi"):  # the contrastive trainer's split (by anchor), so baselines match
-        train_rows, held = split_triplets(TrainConfig(data=config.data, validation_triplets=config.validation_triplets,
-                                                      seed=config.seed))
+        train_rows, held = split_triplets(config.data, config.validation_triplets, config.seed)
     else:
         rows = read_align_triplets(config.data)
         cut = min(config.validation_triplets, len(rows) // 5)

@@ -48,7 +48,6 @@ def _rss_mb() -> float:
 def measure_here(objective: str, batch_size: int, backbone: str, steps: int, max_length: int) -> dict:
     """Run in THIS process (use :func:`measure` for a fresh one)."""
 
-
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective '{objective}'; valid: {', '.join(OBJECTIVES)}")
     rows = read_triplets("nli")
@@ -108,8 +107,6 @@ def measure(objective: str, batch_size: int, backbone: str = "smollm2-135m", ste
 def objective_costs(batch_sizes, backbone: str = "smollm2-135m", steps: int = 4, max_length: int = 64,
                     recompute: bool = False):
     """Stored measurements (``results/autoreg_cost``) for every objective x batch size."""
-
-
 
     frames = []
     for objective in OBJECTIVES:

@@ -33,9 +33,9 @@ from nbformat.v4 import new_markdown_cell, new_notebook
 from repro.book.dry_run import print_dry_run
 from repro.book.page_costs import record_page
 from repro.book.page_layout import glossary_line, parameters_last
-from repro.book.pages import NOTEBOOKS, PROFILES, READERS, page_parameters
 from repro.book.placeholders import placeholders
 from repro.core.commands import build_command
+from repro.pages.parameters import NOTEBOOKS, PROFILES, READERS, page_parameters
 from repro.store.lanes import LANE_ENV
 from repro.store.paths import REPO_ROOT
 from repro.store.results import READ_LOG_ENV
@@ -44,7 +44,6 @@ NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 BOOK_DIR = REPO_ROOT / "book"
 RERUNS_DIR = REPO_ROOT / "reruns"  # a reader's rerun with other parameters: the published page stays as it is
 CONFIG = REPO_ROOT / "_config.yml"
-
 
 
 def parse_override(text: str) -> tuple[str, object]:
@@ -186,7 +185,7 @@ def execute_in_lanes(name: str, profile: str, overrides: dict | None = None, lan
 def execute_at_once(names: list[str], profile: str, overrides: dict | None, jobs: int, compute_pending: bool = False,
                     recompute: bool = False, output_dir: Path = BOOK_DIR) -> dict[str, float]:
     """Execute ``jobs`` pages at once, each in its own process with cpu_count / jobs threads (unless
-    OMP_NUM_THREADS is set); the pages that only read what others store (:data:`repro.book.pages.READERS`) after
+    OMP_NUM_THREADS is set); the pages that only read what others store (:data:`repro.pages.parameters.READERS`) after
     all the others. Two pages never compute one result or run twice: the result store and the run store lock
     each (:func:`repro.store.lanes.exclusive`), so the second waits and then reads it. Returns each page's
     seconds; raises after every page ran if any failed."""

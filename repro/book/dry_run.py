@@ -1,14 +1,14 @@
 """``repro build --profile paper --dry-run``: every page of the ``paper`` profile resolved without downloading or
-running anything (:mod:`repro.book.paper_profile`), printed with its settings and a GPU-hour estimate."""
+running anything (:mod:`repro.pages.paper_profile`), printed with its settings and a GPU-hour estimate."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from repro.book.pages import NOTEBOOKS, page_parameters
-from repro.book.paper_profile import ACCELERATE_CONFIG, GPU, NOT_CARRIED, PAPER_OF, SOURCES, page_work
 from repro.core.backbones import resolve
 from repro.core.tasks import check_task_names
+from repro.pages.paper_profile import ACCELERATE_CONFIG, GPU, NOT_CARRIED, PAPER_OF, SOURCES, page_work
+from repro.pages.parameters import NOTEBOOKS, page_parameters
 
 
 def dry_run(names=None):

@@ -14,10 +14,10 @@ import matplotlib as mpl
 import pandas as pd
 from IPython.display import HTML, display
 
-from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.book.table_format import register as register_tables
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
 from repro.core.verdicts import CONTRADICTED, SUPPORTED, base_verdict, is_tested, statement_verdict
+from repro.pages.parameters import NOTEBOOKS, PARAMETER_TYPES
 from repro.store.paths import offline
 
 MAX_ROWS = 2000  # rows a page's table shows before pandas cuts it
@@ -30,8 +30,8 @@ COLUMN_INCHES = 8.0
 
 def check_page(namespace: dict, name: str) -> dict:
     """Check page ``name``'s parameters as they stand in the notebook's ``namespace`` (``globals()``, after
-    papermill's injected cell) against :data:`repro.book.pages.PARAMETER_TYPES`: one clear TypeError per bad value
-    or missing parameter. The page's parameter names are those of its profiles in :mod:`repro.book.pages`, plus
+    papermill's injected cell) against :data:`repro.pages.parameters.PARAMETER_TYPES`: one clear TypeError per bad value
+    or missing parameter. The page's parameter names are those of its profiles in :mod:`repro.pages.parameters`, plus
     ``recompute`` where the page has it. Returns the checked parameters ``{name: value}``."""
     if name not in NOTEBOOKS:
         raise ValueError(f"unknown page '{name}'; valid: {', '.join(NOTEBOOKS)}")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from repro.book.cost import RUN_EXPERIMENTS, seconds_of
-from repro.book.pages import NOTEBOOKS
+from repro.pages.parameters import NOTEBOOKS
 from repro.store.atomic import write_json
 from repro.store.paths import REPO_ROOT, results_dir
 

@@ -1,5 +1,5 @@
 """What each page parameter accepts: the rerun page's second table (its type from
-:data:`repro.book.pages.PARAMETER_TYPES`, the values the library names, the pages that take it)."""
+:data:`repro.pages.parameters.PARAMETER_TYPES`, the values the library names, the pages that take it)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pandas as pd
 
 from repro.autoregembed.config import TEMPLATES
 from repro.autoregembed.experiments.ablations import VARIANTS
-from repro.book.pages import NOTEBOOKS, PARAMETER_TYPES
 from repro.core.backbones import PACKAGED
 from repro.core.encode import TOKENIZATIONS
 from repro.core.prompts import PROMPTS
 from repro.core.suites import SUITES
+from repro.pages.parameters import NOTEBOOKS, PARAMETER_TYPES
 
 
 def _allowed() -> dict[str, str]:
@@ -37,7 +37,7 @@ def _type_text(spec: tuple) -> str:
 
 
 def parameter_table() -> pd.DataFrame:
-    """Every page parameter: its type (:data:`repro.book.pages.PARAMETER_TYPES`), the values it accepts where the
+    """Every page parameter: its type (:data:`repro.pages.parameters.PARAMETER_TYPES`), the values it accepts where the
     library names them, and the pages that take it."""
     allowed = _allowed()
     pages: dict[str, list[str]] = {}

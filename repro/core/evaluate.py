@@ -165,7 +165,6 @@ def evaluate_encoders(tasks: Iterable, encoders: Sequence[tuple[dict, Any]], *, 
     per-example correctness, ...), same keys.
     """
 
-
     frames = []
     for task in tasks:
         task_start = time.perf_counter()

@@ -27,7 +27,6 @@ def task_texts(name: str, suite: str) -> list[str]:
 def sentence_sample(n: int, seed: int = 0) -> list[str]:
     """A fixed, seeded sample of distinct STS-B test sentences (from the data folder)."""
 
-
     data = read_task("STSBenchmark", "full")["test"]
     sentences = sorted(set(data["sentence1"] + data["sentence2"]))
     if not isinstance(n, int) or n < 3:

@@ -74,6 +74,8 @@ POWER = 0.8  # the power a detectable effect is stated at
 def margin_for(category: str | None) -> float:
     """The declared margin of a category's main score (:data:`MARGINS`); :data:`MARGIN` for a mixed mean."""
     return MARGINS.get(str(category), MARGIN)
+
+
 EXPECTATIONS = ("better", "worse", "no gain", "equal")
 GAIN, NO_DIFFERENCE = ("better", "worse"), ("no gain", "equal")
 
@@ -91,6 +93,8 @@ def few_runs(first: int, second: int | None = None) -> str:
     """The verdict of a runs test with too few independent runs on a side (``second`` None: one fixed model)."""
     counts = f"{first} vs one fixed model" if second is None else f"{first} vs {second}"
     return f"untestable (independent training runs: {counts}; a test needs {MIN_RUNS} a side)"
+
+
 MISSING = "missing results"
 # a one-sided "not better" claim whose difference is significantly beyond the margin the other way: supported, but
 # not the parity the paper's wording may suggest (the 90% interval lies wholly below -margin)
@@ -114,6 +118,8 @@ def _worse_by(test: dict) -> str:
     plain supported."""
     high = test.get("90% CI", (np.nan, np.nan))[1]
     return f"{WORSE} {abs(test['difference']):.1f}" if high < -test["margin"] else SUPPORTED
+
+
 DECIDED = (SUPPORTED, CONTRADICTED)  # the verdicts a test decides (the calibration counts them)
 
 RUNS_TEST = "Welch t-test on per-run means (runs as units)"

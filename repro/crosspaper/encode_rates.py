@@ -38,12 +38,12 @@ from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_co
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import embedder_of
 from repro.autoregembed.model import build_autoreg
-from repro.book.pages import page_parameters
 from repro.core.backbones import resolve
 from repro.core.encode import forget_recent
 from repro.core.reference import load_minilm
 from repro.core.tasks import read_task
 from repro.crosspaper.leaderboard import baseline_label
+from repro.pages.parameters import page_parameters
 from repro.pooling_attention.trained import converged_config
 from repro.recipes.recipes import from_recipe
 from repro.store.paths import STATES_ENV

@@ -30,12 +30,12 @@ from repro.autoregembed.experiments.cli import command_for
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import score_identity
-from repro.book.pages import page_parameters
 from repro.core.ranking import all_pairs, separated_from
 from repro.core.run_units import same_model
 from repro.core.scoring import records_frame, stored_per_task
 from repro.core.tasks import TASKS
 from repro.embedfilter.sweep import stored_scores
+from repro.pages.parameters import page_parameters
 from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
 from repro.recipes.recipes import sweep_command
 from repro.store.results import all_results

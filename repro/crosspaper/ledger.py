@@ -1,5 +1,5 @@
 """The claims ledger: every claim of the three papers the book tests, from each paper's claims module on the stored
-results of the page that tests it (the pages' own parameters, :mod:`repro.book.pages`).
+results of the page that tests it (the pages' own parameters, :mod:`repro.pages.parameters`).
 
 Two levels. A **comparison** row (:func:`claims_ledger`) is one test: a statement's two sides in one category, on
 one backbone or run, with its raw p and the Benjamini-Hochberg p adjusted over every current comparison of the
@@ -28,7 +28,6 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.autoregembed.objective_cost import objective_costs
-from repro.book.pages import page_parameters
 from repro.core.comparison import claims_table, per_task_scores, with_adjusted_p
 from repro.core.seeds import one_seed, seeded_claims
 from repro.core.suites import suite_caps_text
@@ -47,6 +46,7 @@ from repro.crosspaper.ledger_schema import (
     from_claims,
     measured_row,
 )
+from repro.pages.parameters import page_parameters
 from repro.pooling_attention.claims import (
     BEST_LAYER_TEST,
     ROBUSTNESS_CLAIMS,

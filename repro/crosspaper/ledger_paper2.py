@@ -1,13 +1,12 @@
 """Paper 2's rows of the claims ledger (:mod:`repro.crosspaper.ledger`): the main table, the filter-type ablation, the
 vocabulary lens and the storage cost, each from the stored results of the page that tests it (the pages' own
-parameters, :mod:`repro.book.pages`); a page's earlier scope (the piece-wise tokenization on the STS sets) gives
+parameters, :mod:`repro.pages.parameters`); a page's earlier scope (the piece-wise tokenization on the STS sets) gives
 history rows, never counted."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from repro.book.pages import page_parameters
 from repro.core.backbones import LazyBackbone
 from repro.core.comparison import DISAGREE, claims_table
 from repro.core.stats import UNSETTLED
@@ -36,6 +35,7 @@ from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
 from repro.embedfilter.search_cost import search_cost
 from repro.embedfilter.sweep import parse_run, stored_scores, sweep_scores
 from repro.embedfilter.vocab_lens import removed_band_alignment, vocabulary_probe
+from repro.pages.parameters import page_parameters
 
 
 def _quoted_gain(prompt: str, variant: str, sign: int = 1) -> str:

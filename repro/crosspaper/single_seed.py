@@ -7,7 +7,7 @@ from __future__ import annotations
 from repro.autoregembed.claims import measured_spread
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import stored_autoreg_curve
-from repro.book.pages import page_parameters
+from repro.pages.parameters import page_parameters
 
 
 def paper3_seed_spread(profile: str = "standard", data_efficiency: dict | None = None) -> tuple[float, str]:

@@ -1,9 +1,9 @@
 """The claims ledger's reproducibility summaries, one per paper, in the usual shape of reproducibility reports:
 scope, what reproduced (counted from the ledger), what was hard, and the scale.
 
-Nothing numeric is typed here. Our scale comes from the pages' parameters (:mod:`repro.book.pages`) and the
+Nothing numeric is typed here. Our scale comes from the pages' parameters (:mod:`repro.pages.parameters`) and the
 declared budget rule's constants; the paper's scale comes from the ``paper`` profile
-(:mod:`repro.book.paper_profile`), which was read from each paper's official code (cited there in ``SOURCES``),
+(:mod:`repro.pages.paper_profile`), which was read from each paper's official code (cited there in ``SOURCES``),
 and is labelled as quoted with that source.
 """
 
@@ -14,12 +14,12 @@ import pandas as pd
 from repro.autoregembed.experiments.search import BATCH as P3_BATCH
 from repro.autoregembed.experiments.search import CAP as P3_CAP
 from repro.autoregembed.experiments.tables import page_tasks as p3_page_tasks
-from repro.book import paper_profile
-from repro.book.pages import page_parameters
 from repro.core.tasks import TASKS
 from repro.embedfilter.claims import tokenization_comparison
 from repro.embedfilter.quoted import PAPER_DATASETS
 from repro.embedfilter.sweep import stored_scores
+from repro.pages import paper_profile
+from repro.pages.parameters import page_parameters
 from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.trained import converged_config
 

@@ -22,10 +22,10 @@ import pandas as pd
 
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import missing_autoreg
-from repro.book.pages import page_parameters
 from repro.core.commands import build_command
 from repro.crosspaper.ledger import claims_ledger
 from repro.crosspaper.statements import statements, summary_counts
+from repro.pages.parameters import page_parameters
 
 PAGE = "p3_data_efficiency"
 OFFICIAL = {PAGE: {"template": "official"}}  # the data-efficiency page's AutoRegEmbed runs under the official template

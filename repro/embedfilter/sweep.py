@@ -190,6 +190,7 @@ def stored_scores(suite: str = "compact", protocol: str = "mteb", tokenization: 
     """Every stored EmbedFilter row of a suite under one scoring protocol (:data:`PROTOCOLS`; the official one
     exists for clustering and pair classification only) and one tokenization, with backbone and prompt columns."""
     frames = []
+
     def wanted(p: dict) -> bool:
         return (p["suite"] == suite and p["data"] == data_fingerprint(p["task"])
                 and p.get("protocol", "mteb") == protocol and p["encode"].get("tokenization", "pieces") == tokenization)
@@ -228,6 +229,7 @@ def stored_pair_similarities(suite: str = "compact", tokenization: str = "pieces
                              ) -> dict[tuple[str, str, str, str], np.ndarray]:
     """(backbone, prompt, task, variant) -> per-pair cosine similarities of the STS tasks (one tokenization)."""
     out = {}
+
     def wanted(p: dict) -> bool:  # never pair stale data with gold
         return (p["encode"].get("tokenization", "pieces") == tokenization and p["suite"] == suite
                 and p["data"] == data_fingerprint(p["task"]))

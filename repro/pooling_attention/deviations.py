@@ -16,7 +16,7 @@ from repro.store.results import load_result
 from repro.training.contrastive import RUNS_EXPERIMENT
 from repro.training.data import DATASETS
 
-OFFICIAL = "yixuantt/PoolingAndAttn@57791d5"  # as read on 2026-12-02 (repro.book.paper_profile.SOURCES["1"])
+OFFICIAL = "yixuantt/PoolingAndAttn@57791d5"  # as read on 2026-12-02 (repro.pages.paper_profile.SOURCES["1"])
 QUOTED = {  # the paper and its official code, quoted
     "backbone": "Mistral-7B-v0.1 for the five designs, Qwen2-0.5B for Table 5's robustness check; Llama-3-8B "
                 "appears only in the layer analysis",

@@ -70,8 +70,6 @@ def layer_correlation(backbone_name: str, n_sentences: int = 1000, pooling: str 
                       recompute: bool = False) -> dict:
     """Both measures between every pair of layers of one backbone's EOS (last-token) states; stored."""
 
-
-
     params = {"backbone": backbone_name, "revision": revision_of(backbone_name), "n_sentences": n_sentences,
               "pooling": pooling, "prompt": "none", "seed": seed, "sentences": "STSBenchmark test"}
 

@@ -30,6 +30,7 @@ _DEFER = contextvars.ContextVar("repro_lanes_defer", default=False)  # a held lo
 class Busy(Exception):
     """A lock another process holds, met while a lane defers such runs (first pass of :func:`in_lane_order`)."""
 
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 

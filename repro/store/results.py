@@ -35,12 +35,10 @@ PACKAGES = ("torch", "transformers", "mteb", "sentence-transformers", "numpy", "
 def encode_array(values) -> str:
     """A 1-D array as base64 of float16 (compact enough to commit: ~2 bytes a value)."""
 
-
     return base64.b64encode(np.asarray(values, dtype=np.float16).tobytes()).decode()
 
 
 def decode_array(blob: str):
-
 
     return np.frombuffer(base64.b64decode(blob), dtype=np.float16).astype(np.float32)
 

@@ -43,6 +43,8 @@ def _oriented(signal: str) -> tuple[float, float]:
 def signal_of(config) -> str:
     """The history key a run under the rule stops and selects on (``stop_signal`` where a config has one)."""
     return getattr(config, "stop_signal", SIGNAL)
+
+
 DEV_PAIRS = 1500  # every STS-B dev pair
 STOPPING = ("fixed", "dev")  # "fixed": train `steps`; "dev": this rule, `steps` = the cap
 SCHEDULES = ("linear", "cosine", "constant_with_warmup")  # transformers' get_scheduler names the loop accepts

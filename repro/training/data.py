@@ -4,7 +4,6 @@ STS-B dev signal every training run validates on."""
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,6 +24,8 @@ DATASETS: dict[str, tuple[str, ...]] = {
     "nli-medi": (SNLI, MEDI),  # Paper 3: AutoRegEmbed and its contrastive baselines alike
     "mix": (SNLI, MEDI, MRPC, QA),  # Paper 1: NLI triplets, paraphrase and QA pairs
 }
+
+
 def subset(rows: list, n: int, seed: int) -> list:
     """A seeded subset of ``n`` rows (in their original order); ``n = 0`` keeps them all."""
     if not n:
@@ -33,9 +34,6 @@ def subset(rows: list, n: int, seed: int) -> list:
         raise ValueError(f"train_examples={n} exceeds the {len(rows)} training examples")
     keep = np.random.default_rng([seed, 7]).permutation(len(rows))[:n]
     return [rows[i] for i in sorted(keep)]
-
-if TYPE_CHECKING:  # a type hint only (the contrastive trainer imports this module)
-    from repro.training.contrastive import TrainConfig
 
 
 def read_triplets(name: str = "nli") -> list[dict]:
@@ -50,14 +48,15 @@ def read_triplets(name: str = "nli") -> list[dict]:
     return rows
 
 
-def split_triplets(config: TrainConfig) -> tuple[list[dict], list[dict]]:
-    """Training and held-out triplets, split by anchor (an anchor's triplets never straddle the split)."""
-    rows = read_triplets(config.data)
+def split_triplets(data: str, validation_triplets: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """Training and held-out triplets of the training mix ``data`` (:data:`DATASETS`), about ``validation_triplets``
+    held out, split by anchor (an anchor's triplets never straddle the split) in the order of ``seed``."""
+    rows = read_triplets(data)
     anchors = sorted({r["query"] for r in rows})
-    random.Random(config.seed).shuffle(anchors)
+    random.Random(seed).shuffle(anchors)
     held, count = set(), 0
     for anchor in anchors:
-        if count >= config.validation_triplets:
+        if count >= validation_triplets:
             break
         held.add(anchor)
         count += sum(r["query"] == anchor for r in rows)
@@ -73,6 +72,7 @@ def batch_indices(n: int, batch_size: int, step: int, seed: int) -> list[int]:
     order = np.random.default_rng([seed, epoch]).permutation(n)
     return order[position * batch_size:(position + 1) * batch_size].tolist()
 
+
 def pad_right(items, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Token-id lists -> right-padded ``ids`` and ``attention_mask`` tensors."""
     width = max(len(i) for i in items)
@@ -83,10 +83,10 @@ def pad_right(items, pad: int) -> tuple[torch.Tensor, torch.Tensor]:
         mask[row, :len(item)] = 1
     return ids, mask
 
+
 def validation_sts(embed, pairs: int, seed: int = 0) -> float:
     """Spearman x100 of cosine similarity on a seeded sample of STS-B dev pairs; ``embed(texts)`` gives
     L2-normalised embeddings."""
-
 
     rows = read_tsv(task_folder("STSBenchmark") / "dev.tsv")
     rows = random.Random(seed).sample(rows, min(pairs, len(rows)))

@@ -52,6 +52,7 @@ def gather_with_grad(tensor: torch.Tensor) -> torch.Tensor:
 
     return torch.cat(all_gather(tensor), dim=0)
 
+
 def trainable_parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 

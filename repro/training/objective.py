@@ -5,15 +5,11 @@ step for loops outside the run store (:func:`optimizer_step`: the benchmarks).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 import torch.nn.functional as F
 
+from repro.training.config import Collator, TrainConfig
 from repro.training.packing import ROW_TOKENS, pack
-
-if TYPE_CHECKING:
-    from repro.training.contrastive import Collator, TrainConfig
 
 
 def info_nce(queries: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,

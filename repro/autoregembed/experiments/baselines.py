@@ -113,6 +113,7 @@ def stored_untrained(backbone: str, suite: str = "compact", max_length: int = 51
     and ``max_length``, on the tasks' current data."""
     labels = {spec: label for label, spec in UNTRAINED.items()}
     found: dict[str, dict[str, dict]] = {label: {} for label in UNTRAINED}
+
     def wanted(p: dict) -> bool:
         return ((p["prompt"], p["pooling"]) in labels and p["backbone"] == backbone and p["suite"] == suite
                 and p["max_length"] == max_length and p["data"] == data_fingerprint(p["task"]))

@@ -25,6 +25,7 @@ def page_configs(*, backbone: str, finetune: str, compress_steps: int, compress_
 STAGE1_DESCRIPTION = {"instruction": "instruction examples (T0 + self-instruct, ",
                       "autoencode": "Wikipedia paragraphs, autoencoded (WikiText-2; target = the paragraph's start, "}
 
+
 def steps_for(examples: int, epochs: float, batch_size: int) -> int:
     """Optimizer steps for ``epochs`` passes over ``examples`` triplets (at least one step)."""
     return max(1, round(epochs * examples / batch_size))

@@ -57,6 +57,7 @@ def data_efficiency_scores(base: AlignConfig, sizes: Sequence[int], seeds: Seque
     """STS average per method x training-set size x seed (:func:`data_efficiency_configs`)."""
 
     tasks = list(tasks) if tasks is not None else STS_TASKS
+
     def run(method: str, align: AlignConfig) -> pd.DataFrame:
         if method == "AutoRegEmbed":
             return evaluate_autoreg(align, suite, tasks, progress=False, recompute=recompute)
@@ -101,6 +102,7 @@ def data_efficiency_references(base: AlignConfig, references: Sequence[str], sui
         series.attrs["compression only weights"] = scores.loc[scores.method == "compression only",
                                                               "weights_sha256"].iloc[0]
     return series
+
 
 def pareto_front(points: pd.DataFrame, x: str = "examples", y: str = "STS average") -> pd.Series:
     """True for the points no other point dominates (no more training examples and a higher STS average, or

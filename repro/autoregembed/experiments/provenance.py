@@ -51,6 +51,7 @@ def _stage2_starts(aligns: Sequence[AlignConfig]) -> str:
             + ", ".join(f"{d} x{n}" for d, n in starts.items())
             + "); stage 1 was retrained between them, so their differences include that of two stage-1 runs.")
 
+
 DATA_NAMES = {"nli": "SNLI", "nli-medi": "SNLI + MEDI-NLI"}  # stage 2's training data, as the scale line names it
 DEVIATION_DATA = {"nli": "SNLI triplets", "nli-medi": "SNLI triplets and a sample of MEDI-NLI"}
 

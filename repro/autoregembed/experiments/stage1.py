@@ -49,7 +49,6 @@ def stage1_data_profile(compress: CompressConfig) -> pd.Series:
     ``max_length``. Short targets ask little of the memory: a one-word answer can be reconstructed from a
     memory that carries little of the text."""
 
-
     rows = read_stage1(compress.data)[compress.validation_examples:]
     seen = [rows[i] for i in seen_indices(len(rows), compress)]
     # stored like any derived statistic (it would load the backbone and tokenize every drawn example on every

@@ -280,7 +280,6 @@ def main(argv=None):
     print("\n".join(["still missing:", *todo]) if todo else "complete")
 
 
-
 def _compression_row(table: pd.DataFrame, template: str) -> pd.Series | None:
     rows = table[(table.stage == converged.COMPRESSION) & (table.tasks == "all") if len(table) else []]
     rows = rows[rows.template == TEMPLATE_NAMES[template]] if len(rows) else rows

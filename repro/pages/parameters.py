@@ -1,14 +1,14 @@
 """Every page of the book with its parameters per profile: the one source of page parameters.
 
 ``smoke`` is what the tests build (minutes); ``standard`` is what the book shows, computed from committed
-results; ``paper`` is each page at its paper's scale (:mod:`repro.book.paper_profile`), for GPUs with a network,
+results; ``paper`` is each page at its paper's scale (:mod:`repro.pages.paper_profile`), for GPUs with a network,
 resolved offline by ``repro build --profile paper --dry-run``. Each notebook's parameters cell holds exactly its ``standard`` profile (a test checks it), so a
 reader who opens a page in Jupyter and runs it top to bottom gets the book's page, from committed results.
 """
 
 from __future__ import annotations
 
-from repro.book.paper_profile import PAPER
+from repro.pages.paper_profile import PAPER
 
 # The EmbedFilter sweeps the standard book shows (committed by scripts/p2_sweeps.sh; the grid is every backbone x
 # prompt whose sweep over P2_TASKS is committed)
@@ -234,7 +234,7 @@ PARAMETER_TYPES: dict[str, tuple] = {
 READERS = ("leaderboard", "claims_ledger", "intro", "p1_summary", "p2_summary", "p3_converged", "p3_summary",
            "book_cost", "rerun")
 
-# `paper`: each page at its paper's scale (repro.book.paper_profile: HF ids, the real MTEB tasks, the official
+# `paper`: each page at its paper's scale (repro.pages.paper_profile: HF ids, the real MTEB tasks, the official
 # batch sizes, steps and learning rates); the pages that only read stored results keep their standard parameters
 for _name, _profiles in NOTEBOOKS.items():
     _profiles["paper"] = {**_profiles["standard"], **PAPER.get(_name, {}), "profile": "paper"}

@@ -151,7 +151,7 @@ class Work:
 def task_tokens(name: str, max_length: int = 512) -> float:
     """Tokens to encode one real MTEB task (evaluation splits, plus train for classification), from mteb's
     descriptive statistics (metadata shipped with mteb: nothing is downloaded); texts capped at ``max_length``."""
-    import mteb  # (here: every page imports this module through repro.book.pages, and most never need mteb)
+    import mteb  # (here: every page imports this module through repro.pages.parameters, and most never need mteb)
 
     task = mteb.get_task(name)
     stats = task.metadata.descriptive_stats or {}

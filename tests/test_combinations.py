@@ -210,12 +210,19 @@ def test_the_short_answer_counts_an_unsettled_test_apart():
                                                   "test's ranks and mean disagree (unsettled) (1 more not scored yet)")
 
 
-def test_a_recipe_under_the_official_tokenization_never_falls_back_to_its_own_encoding():
-    from repro.recipes.recipes import recipe_scores
+def test_a_recipe_under_one_tokenization_never_reads_the_scores_of_the_other(monkeypatch):
+    from repro.recipes import recipes
 
-    frame, source = recipe_scores("smollm2-135m/prompteol", "compact", tokenization="official")  # an empty store
+    asked = []
+    monkeypatch.setattr(recipes, "stored_per_task", lambda experiment, params, *a: asked.append(params) or {})
+    frame, source = recipes.recipe_scores("smollm2-135m/prompteol", "compact", tokenization="official")  # empty store
     assert frame.empty and source == ("not stored: repro embedfilter --backbone smollm2-135m --prompt prompteol "
-                                      "--suite compact --tokenization official")
+                                      "--suite compact --tokenization official, or repro evaluate --recipe "
+                                      "smollm2-135m/prompteol")
+    recipes.recipe_scores("smollm2-135m/prompteol", "compact", tokenization="pieces")
+    # repro evaluate's scores are read under the key of the form asked: the pieces keys never answer the official
+    assert asked == [{"recipe": "smollm2-135m/prompteol", "tokenization": "official"},
+                     {"recipe": "smollm2-135m/prompteol"}]
 
 
 def test_a_significant_filter_effect_below_the_margin_says_so(stored):

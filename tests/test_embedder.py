@@ -131,8 +131,16 @@ def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
     texts = ["a man plays a guitar", "rain tomorrow", "", "a man plays a guitar"]
     backbone = load_backbone(tiny_dir)
     raw = from_recipe(f"{tiny_dir}/echo")
-    direct = encode(backbone, texts, encode_config(backbone, "echo"))["mean"][-1]
-    np.testing.assert_array_equal(raw.encode(texts), direct)  # the EmbedFilter pages' Echo states
+    # the EmbedFilter pages' Echo states, under their official tokenization (the default) or the earlier pieces
+    direct = encode(backbone, texts, encode_config(backbone, "echo", tokenization="official"))["mean"][-1]
+    np.testing.assert_array_equal(raw.encode(texts), direct)
+    pieces = encode(backbone, texts, encode_config(backbone, "echo", tokenization="pieces"))["mean"][-1]
+    np.testing.assert_array_equal(from_recipe(f"{tiny_dir}/echo", tokenization="pieces").encode(texts), pieces)
+    assert not np.allclose(direct, pieces)  # the two forms differ on this backbone: the default is tested
+    for recipe, tokenization, error in ((f"{tiny_dir}/echo", "offical", "unknown tokenization 'offical'"),
+                                        (f"{tiny_dir}/mean", "official", "EmbedFilter's, for the prompt recipes")):
+        with pytest.raises(ValueError, match=error):
+            from_recipe(recipe, tokenization=tokenization)
     filtered = from_recipe(f"{tiny_dir}/echo+edge/2")
     edge = make_filter("edge/2", spectrum=unembedding_spectrum(backbone))
     assert filtered.dim == backbone.hidden_size // 2
@@ -209,6 +217,9 @@ def test_repro_evaluate_scores_a_recipe_stores_it_and_the_harness_check_is_its_o
     assert "STSBenchmark" in out and "mean over 1 tasks" in out
     stored = all_results(recipes.RECIPE_SCORES)
     assert len(stored) == 1 and stored[0]["params"]["recipe"] == f"{tiny_dir}/echo+edge/2"
+    assert stored[0]["params"]["tokenization"] == "official"  # the default; the earlier pieces keys name none
+    assert recipes.evaluated_params(f"{tiny_dir}/echo", "pieces") == {"recipe": f"{tiny_dir}/echo"}
+    assert recipes.evaluated_params(f"{tiny_dir}/p1-model1") == {"recipe": f"{tiny_dir}/p1-model1"}
     monkeypatch.setattr(recipes, "from_recipe", lambda *a, **k: pytest.fail("recomputed a stored score"))
     again = recipes.evaluate_recipe(f"{tiny_dir}/echo+edge/2", "smoke", ["STSBenchmark"], progress=False)
     assert again["main_score"].iloc[0] == stored[0]["rows"][0]["main_score"]

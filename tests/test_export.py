@@ -18,23 +18,28 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
-def exported_equal(recipe: str, folder, texts) -> np.ndarray:
+def exported_equal(recipe: str, folder, texts, tokenization: str | None = None) -> np.ndarray:
     from repro.recipes.export import export
     from repro.recipes.recipes import from_recipe
 
-    export(recipe, folder)
+    export(recipe, folder, tokenization=tokenization)
     model = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
-    ours = from_recipe(recipe).encode(texts)
+    ours = from_recipe(recipe, tokenization=tokenization).encode(texts)
     theirs = model.encode(texts, convert_to_numpy=True, batch_size=8)
     assert theirs.shape == ours.shape
     return cosines(ours, theirs)
 
 
-@pytest.mark.parametrize("method", ["prompteol+edge/2", "echo", "mean", "last", "prompteol+whiten/2"])
+@pytest.mark.parametrize("method", ["prompteol+edge/2", "echo", "mean", "last", "prompteol+whiten/2",
+                                    "echo@pieces", "prompteol+edge/2@pieces"])
 def test_training_free_recipes_export_to_the_same_embeddings(tiny_dir, tmp_path, method):
-    assert exported_equal(f"{tiny_dir}/{method}", tmp_path / "out", TEXTS).min() >= 0.9999
+    method, _, tokenization = method.partition("@")
+    assert exported_equal(f"{tiny_dir}/{method}", tmp_path / "out", TEXTS, tokenization or None).min() >= 0.9999
     modules = json.loads((tmp_path / "out" / "modules.json").read_text())
     assert modules[0]["type"] == "repro.recipes.export_modules.PromptedDecoder"
+    about = json.loads((tmp_path / "out" / "repro_recipe.json").read_text())
+    # the prompt recipes' default is the official form; the references encode with the book's pieces
+    assert about["tokenization"] == (tokenization or ("pieces" if method in ("mean", "last") else "official"))
     if "+" in method:  # the filter is a plain Dense layer: identity activation (bias only for whitening's centring)
         dense = json.loads((tmp_path / "out" / "2_Dense" / "config.json").read_text())
         assert dense["activation_function"] == "torch.nn.modules.linear.Identity"

@@ -38,7 +38,7 @@ from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, States
 from repro.core.prompts import get_prompt
 from repro.core.suites import describe_suite
 from repro.recipes.export_modules import PoolingHead, PromptedDecoder
-from repro.recipes.recipes import EVAL_MAX_LENGTH, from_recipe, recipe_scores
+from repro.recipes.recipes import EVAL_MAX_LENGTH, add_tokenization_argument, from_recipe, recipe_scores
 from repro.store.atomic import atomic_dir
 from repro.training.contrastive import TrainedEmbedder
 
@@ -51,11 +51,12 @@ def _states_modules(embedder: StatesEmbedder) -> tuple[list[nn.Module], dict]:
     if embedder.layer != backbone.num_layers:
         raise ValueError(f"only final-layer recipes export (this one pools layer {embedder.layer})")
     decoder = PromptedDecoder(resolve(backbone.name)[0], prompt=config.prompt, max_length=config.max_length,
-                              truncation=config.truncation, attention=backbone.attention)
+                              truncation=config.truncation, attention=backbone.attention,
+                              tokenization=config.tokenization)
     pooling = Pooling(backbone.hidden_size, POOLING_MODES[embedder.pooling])
     about = {"backbone": backbone.name, "prompt": config.prompt, "pooling": embedder.pooling,
              "attention": backbone.attention, "max_length": config.max_length, "truncation": config.truncation,
-             "trained": False}
+             "tokenization": config.tokenization, "trained": False}
     return [decoder, pooling], about
 
 
@@ -75,8 +76,8 @@ def _trained_modules(embedder: TrainedEmbedder, scratch: Path) -> tuple[list[nn.
         head.head.load_state_dict(model.head.state_dict())
         modules = [decoder, head]
     about = {"backbone": config.backbone, "prompt": config.prompt, "pooling": spec.name, "attention": spec.attention,
-             "max_length": config.max_length, "truncation": "head", "trained": True, "model": config.model, "seed": config.seed,
-             "weights_digest": embedder.digest}
+             "max_length": config.max_length, "truncation": "head", "tokenization": "pieces", "trained": True,
+             "model": config.model, "seed": config.seed, "weights_digest": embedder.digest}
     return modules, about
 
 
@@ -114,12 +115,13 @@ def st_modules(embedder: Embedder, scratch: Path) -> tuple[list[nn.Module], dict
     return modules, about
 
 
-def export(recipe: str, folder: str | Path, progress: bool = False) -> Path:
-    """Write ``recipe`` as a sentence-transformers folder (atomically; an existing non-empty folder is an error)."""
+def export(recipe: str, folder: str | Path, progress: bool = False, tokenization: str | None = None) -> Path:
+    """Write ``recipe`` as a sentence-transformers folder (atomically; an existing non-empty folder is an error).
+    ``tokenization``: a training-free prompt recipe's form (:func:`repro.recipes.recipes.recipe_tokenization`)."""
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise FileExistsError(f"{folder} exists and is not an empty folder: choose a new one")
-    embedder = from_recipe(recipe, progress)
+    embedder = from_recipe(recipe, progress, tokenization=tokenization)
     with atomic_dir(folder) as tmp:
         modules, about = st_modules(embedder, tmp / "_decoder")
         model = SentenceTransformer(modules=modules, device="cpu")
@@ -133,7 +135,7 @@ def export(recipe: str, folder: str | Path, progress: bool = False) -> Path:
 
 def model_card(recipe: str, about: dict) -> str:
     """A model card (README.md) from the stored results: scores per category, suite and caps, scale, the page."""
-    scores, source = recipe_scores(recipe, CARD_SUITE)
+    scores, source = recipe_scores(recipe, CARD_SUITE, about.get("tokenization"))
     prompt = get_prompt(about["prompt"])
     lines = [f"# {recipe}", "",
              f"An embedding recipe of the replication book, exported by `repro export` (repro "
@@ -147,7 +149,8 @@ def model_card(recipe: str, about: dict) -> str:
              "## What it computes", "",
              f"- backbone: `{about['backbone']}`, {about['attention']} attention, fp32 weights",
              f"- input: prompt `{prompt.name}` = `{prompt.template}`" + (" + EOS" if prompt.append_eos else "")
-             + f", text truncated ({about['truncation']}) to fit {about['max_length']} tokens (the prompt is never cut)",
+             + f", text truncated ({about['truncation']}) to fit {about['max_length']} tokens (the prompt is never cut), "
+             f"{about.get('tokenization', 'pieces')} tokenization",
              f"- pooling: {about['pooling']}", f"- filter: {about['filter'] or 'none'}",
              f"- dimensions: {about['dims']}"]
     if about.get("trained"):
@@ -179,9 +182,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Export a recipe as a sentence-transformers folder (repro recipes).")
     parser.add_argument("recipe", help="'<backbone>/<method>[+<filter>]', e.g. smollm2-135m/prompteol+edge/2")
     parser.add_argument("folder", help="a new folder")
+    add_tokenization_argument(parser)
     args = parser.parse_args(argv)
     try:
-        folder = export(args.recipe, args.folder, progress=True)
+        folder = export(args.recipe, args.folder, progress=True, tokenization=args.tokenization)
     except (ValueError, FileNotFoundError, FileExistsError, TypeError) as error:
         raise SystemExit(f"repro export: {error}") from None
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())

@@ -2,7 +2,8 @@
 
 * :class:`PromptedDecoder`, the input module: a decoder (``models.Transformer`` underneath, loaded from the export
   folder) that renders each text through one of the book's prompts with :mod:`repro.core.encode`'s own tokenizer
-  (prompt pieces tokenized apart, the text slot truncated and never the prompt, BOS and EOS as in the book), runs
+  (the recipe's tokenization: EmbedFilter's official one-call form, or the book's pieces tokenized apart; the text
+  slot truncated and never the prompt, BOS and EOS as in the book), runs
   the decoder in the recipe's attention mode (causal or bidirectional) and hands on the last layer's token states,
   every layer's states for multi-layer heads, and the positions to pool: every real token, or for Echo the second
   copy of the text and the final token. sentence-transformers' ``Pooling`` reads those positions from
@@ -34,11 +35,11 @@ class PromptedDecoder(Transformer):
     """A decoder that embeds texts rendered through a prompt of :data:`repro.core.prompts.PROMPTS`."""
 
     config_keys = [*Transformer.config_keys, "prompt", "prompt_template", "max_length", "truncation", "attention",
-                   "all_layers"]
+                   "all_layers", "tokenization"]
 
     def __init__(self, model_name_or_path: str, *, prompt: str = "none", prompt_template: str | None = None,
                  max_length: int = 512, truncation: str = "head", attention: str = "causal", all_layers: bool = False,
-                 **kwargs):
+                 tokenization: str = "pieces", **kwargs):
         kwargs.setdefault("modality_config", TEXT_MODALITY)
         kwargs.setdefault("module_output_name", "token_embeddings")
         super().__init__(model_name_or_path, **kwargs)
@@ -51,7 +52,10 @@ class PromptedDecoder(Transformer):
         self.prompt, self.prompt_template = prompt, template
         self.max_length, self.truncation = int(max_length), truncation
         self.attention, self.all_layers = attention, bool(all_layers)
-        self.encode_config = EncodeConfig(prompt=prompt, max_length=self.max_length, truncation=truncation)
+        # a folder exported before the option names no tokenization: it was the book's piece-wise form
+        self.tokenization = tokenization
+        self.encode_config = EncodeConfig(prompt=prompt, max_length=self.max_length, truncation=truncation,
+                                          tokenization=tokenization)
         self._tokenizers: dict[str, Tokenizer] = {}
         set_attention(self.model, attention)
 
@@ -88,7 +92,8 @@ class PromptedDecoder(Transformer):
     def get_config_dict(self) -> dict[str, Any]:
         return super().get_config_dict() | {"prompt": self.prompt, "prompt_template": self.prompt_template,
                                             "max_length": self.max_length, "truncation": self.truncation,
-                                            "attention": self.attention, "all_layers": self.all_layers}
+                                            "attention": self.attention, "all_layers": self.all_layers,
+                                            "tokenization": self.tokenization}
 
 
 class PoolingHead(Module):

@@ -14,6 +14,11 @@ A recipe id is ``<backbone>/<method>[+<filter>]``, the same names the result key
 * ``+<filter>``: an EmbedFilter variant of the filter-type pages (``edge/2``, ``edge/4``, ``head/2``,
   ``truncate/2``, ``randproj/2``, ``whiten/2``...), applied to the cached states.
 
+The training-free prompt recipes (PromptEOL, Echo, with any filter) encode with EmbedFilter's official one-call
+tokenization (:data:`DEFAULT_TOKENIZATION`; Paper 2's pages, 0.9 points above the book's earlier piece-wise form on
+the full STS-B test); ``tokenization="pieces"`` chooses the earlier form, whose stored scores stay under their keys.
+The other recipes encode in the one form they were trained or scored with.
+
 Trained runs are recipes too:
 
 * ``<backbone>/p1-model1`` and ``<backbone>/p1-model5``: Paper 1's models 1 and 5 trained under the budget rule,
@@ -40,7 +45,7 @@ from repro.autoregembed.experiments.scores import autoreg_embedder_from
 from repro.core.backbones import PACKAGED, load_backbone, resolve
 from repro.core.distributed import init_from_env, world
 from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, StatesEmbedder
-from repro.core.encode import EncodeConfig
+from repro.core.encode import TOKENIZATIONS, EncodeConfig
 from repro.core.scoring import evaluate_per_task, records_frame, stored_per_task
 from repro.core.tasks import TASKS
 from repro.embedfilter.filters import parse_variant
@@ -55,6 +60,8 @@ from repro.training.contrastive import TrainedEmbedder, load_trained
 UNTRAINED = {"last": ("none-noeos", "last"), "mean": ("none-noeos", "mean")}
 METHODS = (*PROMPT_POOLING, *UNTRAINED, *TRAINED_RECIPES)
 EVAL_MAX_LENGTH = 512  # trained models are scored at this max length (repro.training.evaluation)
+DEFAULT_TOKENIZATION = "official"  # the training-free prompt recipes' form (repro.core.tokenization)
+ONE_FORM = "pieces"  # the form of every other recipe (the untrained references, the trained designs)
 
 
 def parse_recipe(recipe: str) -> tuple[str, str, str | None]:
@@ -72,11 +79,28 @@ def parse_recipe(recipe: str) -> tuple[str, str, str | None]:
     return backbone, method, variant or None
 
 
-def from_recipe(recipe: str, progress: bool = False) -> Embedder:
-    """The Embedder of a recipe id (module docstring); ``run:<folder>`` loads a trained run."""
+def recipe_tokenization(recipe: str, tokenization: str | None = None) -> str:
+    """The tokenization ``recipe`` encodes with: a training-free prompt recipe's ``tokenization`` (default
+    :data:`DEFAULT_TOKENIZATION`); every other recipe's one form (:data:`ONE_FORM`), which it alone accepts."""
+    if tokenization is not None and tokenization not in TOKENIZATIONS:
+        raise ValueError(f"unknown tokenization {tokenization!r}; valid: {', '.join(TOKENIZATIONS)}")
+    prompt = not recipe.startswith("run:") and parse_recipe(recipe)[1] in PROMPT_POOLING
+    if prompt:
+        return tokenization or DEFAULT_TOKENIZATION
+    if tokenization not in (None, ONE_FORM):
+        raise ValueError(f"{recipe}: the {tokenization} tokenization is EmbedFilter's, for the prompt recipes "
+                         f"({', '.join(PROMPT_POOLING)}); this recipe encodes as it was trained or scored ({ONE_FORM})")
+    return ONE_FORM
+
+
+def from_recipe(recipe: str, progress: bool = False, tokenization: str | None = None) -> Embedder:
+    """The Embedder of a recipe id (module docstring); ``run:<folder>`` loads a trained run. ``tokenization``:
+    a training-free prompt recipe's form, "official" (default) or "pieces" (:func:`recipe_tokenization`)."""
     if isinstance(recipe, str) and recipe.startswith("run:"):
+        recipe_tokenization(recipe, tokenization)
         return _trained(Path(recipe[4:]).expanduser())
     backbone_name, method, variant = parse_recipe(recipe)
+    tokenization = recipe_tokenization(recipe, tokenization)
     if method in TRAINED_RECIPES:
         if variant and variant.startswith("whiten"):
             raise ValueError(f"{recipe}: whitening is fitted on untrained states; a trained recipe takes the "
@@ -94,7 +118,7 @@ def from_recipe(recipe: str, progress: bool = False) -> Embedder:
         prompt, pooling = UNTRAINED[method]
         config = EncodeConfig(prompt=prompt, poolings=(pooling,), max_length=512, layers=(backbone.num_layers,))
     else:
-        config, pooling = encode_config(backbone, method), PROMPT_POOLING[method]
+        config, pooling = encode_config(backbone, method, tokenization=tokenization), PROMPT_POOLING[method]
     states = StatesEmbedder(backbone, config, pooling, progress=progress)
     if variant is None or variant == "raw":
         return states
@@ -121,9 +145,11 @@ def stored_recipes(suite: str = "compact") -> list[str]:
 
 
 def recipes_table(suite: str = "compact") -> pd.DataFrame:
-    """The recipes with stored scores on ``suite``: the training-free ones of the EmbedFilter pages and the trained
-    ones with shipped weights (the converged run's scores); tasks scored, mean x100 over them, embedding
-    dimensions, the page that shows them."""
+    """The recipes with stored scores on ``suite``: the training-free ones of the EmbedFilter pages (under the form
+    they encode with by default, :data:`DEFAULT_TOKENIZATION`) and the trained ones with shipped weights (the
+    converged run's scores); tasks scored, mean x100 over them, embedding dimensions, the tokenization, the page
+    that shows them."""
+    columns = ["tasks", "mean", "dims", "tokenization", "suite", "page"]
     rows = {}
     for folder in sorted(weights_dir().glob("*/source.json")):
         recipe = json.loads(folder.read_text())["recipe"]
@@ -131,31 +157,32 @@ def recipes_table(suite: str = "compact") -> pd.DataFrame:
         scores, _ = recipe_scores(recipe, suite)
         if len(scores):
             hidden = json.loads((Path(resolve(backbone)[0]) / "config.json").read_text())["hidden_size"]
-            rows[recipe] = {"tasks": len(scores), "mean": scores["score"].mean(), "dims": int(hidden), "suite": suite,
-                            "page": "p1_converged"}
-    scores = stored_scores(suite)
+            rows[recipe] = {"tasks": len(scores), "mean": scores["score"].mean(), "dims": int(hidden),
+                            "tokenization": ONE_FORM, "suite": suite, "page": "p1_converged"}
+    scores = stored_scores(suite, tokenization=DEFAULT_TOKENIZATION)
     if scores.empty:
-        return pd.DataFrame.from_dict(rows, orient="index", columns=["tasks", "mean", "dims", "suite", "page"])
+        return pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     per_task = scores.groupby(["backbone", "prompt", "variant", "task"], as_index=False).agg(
         score=("main_score", "mean"), dims=("dims", "first"))
     for (backbone, prompt, variant), part in per_task.groupby(["backbone", "prompt", "variant"]):
         recipe = f"{backbone}/{prompt}" + ("" if variant == "raw" else f"+{variant}")
         rows[recipe] = {"tasks": len(part), "mean": 100 * part["score"].mean(), "dims": int(part["dims"].iloc[0]),
-                        "suite": suite, "page": "p2_main_table (the piece-wise tokenization's table)"}
-    return pd.DataFrame.from_dict(rows, orient="index").sort_values(["tasks", "mean"], ascending=False)
+                        "tokenization": DEFAULT_TOKENIZATION, "suite": suite, "page": "p2_main_table"}
+    return pd.DataFrame.from_dict(rows, orient="index")[columns].sort_values(["tasks", "mean"], ascending=False)
 
 
-def sweep_command(recipe: str, suite: str = "compact", tokenization: str = "pieces") -> str:
+def sweep_command(recipe: str, suite: str = "compact", tokenization: str = DEFAULT_TOKENIZATION) -> str:
     """The EmbedFilter sweep that stores a training-free recipe's scores under ``tokenization``."""
     backbone, method, _ = parse_recipe(recipe)
     return f"repro embedfilter --backbone {backbone} --prompt {method} --suite {suite} --tokenization {tokenization}"
 
 
-def recipe_scores(recipe: str, suite: str = "compact", tokenization: str = "pieces") -> tuple[pd.DataFrame, str]:
+def recipe_scores(recipe: str, suite: str = "compact", tokenization: str | None = None) -> tuple[pd.DataFrame, str]:
     """The stored per-task scores of a recipe (columns task, category, score x100; read only) and where they come
-    from: the EmbedFilter sweeps (PromptEOL, Echo, any filter; under ``tokenization``: "pieces", the recipes' own,
-    or EmbedFilter's "official" one of Paper 2's pages), the untrained references (last, mean), the shipped seed's
-    converged Paper 1 run (p1-model1, p1-model5), else ``repro evaluate --recipe`` (``recipe_scores``)."""
+    from: the EmbedFilter sweeps (PromptEOL, Echo, any filter; under ``tokenization``, the recipe's own form unless
+    given: :func:`recipe_tokenization`), the untrained references (last, mean), the shipped seed's converged Paper 1
+    run (p1-model1, p1-model5), else ``repro evaluate --recipe`` (``recipe_scores``)."""
+    tokenization = recipe_tokenization(recipe, tokenization)
     columns = ["task", "category", "score"]
     source = f"results/{RECIPE_SCORES} (repro evaluate --recipe)"
     frame = pd.DataFrame(columns=columns)
@@ -178,18 +205,26 @@ def recipe_scores(recipe: str, suite: str = "compact", tokenization: str = "piec
             scores, _ = converged_scores(backbone, [TRAINED_RECIPES[method]], seeds=[seed], suite=suite)
             frame = scores[["task", "score"]]
             source = f"results/trained_scores (the converged run, seed {seed}; the fp32 weights before shipping)"
-    if frame.empty and tokenization != "pieces":  # repro evaluate encodes a recipe its own way: no fallback
-        return pd.DataFrame(columns=columns), f"not stored: {sweep_command(recipe, suite, tokenization)}"
     if frame.empty:
-        return evaluated_scores(recipe, suite), source
+        evaluated = evaluated_scores(recipe, suite, tokenization)
+        if evaluated.empty and not recipe.startswith("run:") and parse_recipe(recipe)[1] in PROMPT_POOLING:
+            source = f"not stored: {sweep_command(recipe, suite, tokenization)}, or repro evaluate --recipe {recipe}"
+        return evaluated, source
     frame = frame.assign(category=[TASKS[t].category for t in frame["task"]])[columns]
     return frame.reset_index(drop=True), source
 
 
-def evaluated_scores(recipe: str, suite: str = "compact") -> pd.DataFrame:
-    """The scores ``repro evaluate --recipe`` stored for ``recipe`` (task, category, score x100; read only): one
-    set of weights, whatever the recipe."""
-    found = stored_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, list(TASKS))
+def evaluated_params(recipe: str, tokenization: str | None = None) -> dict:
+    """The key of a recipe's ``repro evaluate`` scores: the recipe id, and its tokenization where it is not the one
+    form every score stored before the option had (so those keep their keys)."""
+    tokenization = recipe_tokenization(recipe, tokenization)
+    return {"recipe": recipe} | ({} if tokenization == ONE_FORM else {"tokenization": tokenization})
+
+
+def evaluated_scores(recipe: str, suite: str = "compact", tokenization: str | None = None) -> pd.DataFrame:
+    """The scores ``repro evaluate --recipe`` stored for ``recipe`` under ``tokenization`` (the recipe's own form
+    unless given; task, category, score x100; read only): one set of weights, whatever the recipe."""
+    found = stored_per_task(RECIPE_SCORES, evaluated_params(recipe, tokenization), suite, list(TASKS))
     return records_frame(recipe, found)[["task", "category", "score"]]
 
 
@@ -232,7 +267,7 @@ def read_texts(path: str | Path, field: str = "text") -> list[str]:
 
 
 def encode_file(recipe: str, source: str | Path, output: str | Path, field: str = "text",
-                progress: bool = True) -> np.ndarray:
+                progress: bool = True, tokenization: str | None = None) -> np.ndarray:
     """Encode every text of ``source`` with ``recipe`` and save the float32 ``[n, d]`` array to ``output``
     (``.npy``, written atomically). Resumable: the states cache keeps every finished chunk. Under ``torchrun``
     (:mod:`repro.core.distributed`) the ranks share the chunks still to encode and rank 0 writes ``output``."""
@@ -241,9 +276,10 @@ def encode_file(recipe: str, source: str | Path, output: str | Path, field: str 
         raise ValueError(f"{output}: the output is a .npy file")
     if not (isinstance(recipe, str) and recipe.startswith("run:")):
         parse_recipe(recipe)  # a clear error before the file is read or anything loads
+    recipe_tokenization(recipe, tokenization)
     texts = read_texts(source, field)
     rank, _ = init_from_env()
-    vectors = from_recipe(recipe, progress=progress).encode(texts)
+    vectors = from_recipe(recipe, progress=progress, tokenization=tokenization).encode(texts)
     if rank == 0:
         output.parent.mkdir(parents=True, exist_ok=True)
         write_npy(output, vectors)
@@ -258,9 +294,10 @@ def encode_main(argv=None):
                         "text, so row i of the output is line i) or .jsonl (--field; one JSON object per line)")
     parser.add_argument("--output", required=True, help="the .npy file to write")
     parser.add_argument("--field", default="text", help="the JSON key of each .jsonl line (default: text)")
+    add_tokenization_argument(parser)
     args = parser.parse_args(argv)
     try:
-        vectors = encode_file(args.recipe, args.input, args.output, args.field)
+        vectors = encode_file(args.recipe, args.input, args.output, args.field, tokenization=args.tokenization)
     except (ValueError, FileNotFoundError, TypeError) as error:
         raise SystemExit(f"repro encode: {error}") from None
     rank, size = world()
@@ -270,6 +307,11 @@ def encode_main(argv=None):
 
 
 RECIPE_SCORES = "recipe_scores"
+
+
+def add_tokenization_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tokenization", choices=TOKENIZATIONS, help=f"a prompt recipe's form (default "
+                        f"{DEFAULT_TOKENIZATION}: EmbedFilter's one-call tokenization; pieces: the book's earlier form)")
 
 
 def weights_id(embedder: Embedder) -> str:
@@ -286,19 +328,19 @@ def weights_id(embedder: Embedder) -> str:
 
 
 def evaluate_recipe(recipe: str, suite: str = "compact", tasks=None, recompute: bool = False,
-                    progress: bool = True) -> pd.DataFrame:
+                    progress: bool = True, tokenization: str | None = None) -> pd.DataFrame:
     """mteb scores of a recipe on ``suite`` (every task, or ``tasks``), stored per task in
-    ``results/recipe_scores/`` under the recipe id (a trained run: its folder's weights digest is stored with each
-    score, and scores of two different weights are never mixed)."""
+    ``results/recipe_scores/`` under the recipe id and its tokenization (:func:`evaluated_params`; a trained run:
+    its folder's weights digest is stored with each score, and scores of two different weights are never mixed)."""
     if not (isinstance(recipe, str) and recipe.startswith("run:")):
         parse_recipe(recipe)  # a clear error before anything loads
+    params = evaluated_params(recipe, tokenization)
 
     def make_embedder():
-        embedder = from_recipe(recipe, progress)
+        embedder = from_recipe(recipe, progress, tokenization=tokenization)
         return embedder, weights_id(embedder)
 
-    frame = evaluate_per_task(RECIPE_SCORES, {"recipe": recipe}, suite, tasks, make_embedder, progress, recompute,
-                              label=recipe)
+    frame = evaluate_per_task(RECIPE_SCORES, params, suite, tasks, make_embedder, progress, recompute, label=recipe)
     return frame.assign(recipe=recipe)
 
 
@@ -315,15 +357,16 @@ def evaluate_main(argv=None):
     parser.add_argument("--suite", default="compact")
     parser.add_argument("--tasks", nargs="*")
     parser.add_argument("--recompute", action="store_true")
+    add_tokenization_argument(parser)
     args = parser.parse_args(argv)
     try:
-        frame = evaluate_recipe(args.recipe, args.suite, args.tasks, args.recompute)
+        frame = evaluate_recipe(args.recipe, args.suite, args.tasks, args.recompute, tokenization=args.tokenization)
     except (ValueError, FileNotFoundError, TypeError) as error:
         raise SystemExit(f"repro evaluate: {error}") from None
     table = frame.groupby(["category", "task"])["main_score"].mean().mul(100).round(2)
     print(table.to_string())
-    print(f"mean over {len(table)} tasks: {table.mean():.2f} (x100; suite '{args.suite}', stored in results/"
-          f"{RECIPE_SCORES}/)")
+    print(f"mean over {len(table)} tasks: {table.mean():.2f} (x100; suite '{args.suite}', "
+          f"{recipe_tokenization(args.recipe, args.tokenization)} tokenization, stored in results/{RECIPE_SCORES}/)")
 
 
 def main(argv=None):

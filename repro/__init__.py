@@ -7,7 +7,7 @@ The front door (imported on first use, so ``import repro`` stays light)::
     vectors = embedder.encode(["A man is playing a guitar."])   # float32 [n, d]
 
 * ``Embedder``: the one encoding interface (``encode(texts, role=..., instruction=...)``);
-* ``from_recipe``: a configuration of the book in one line (:mod:`repro.recipes.recipes`);
+* ``from_recipe``: a configuration of the book in one line (:mod:`repro.recipes.recipe`);
 * ``load_backbone``, ``encode``, ``EncodeConfig``: every layer's pooled states in one forward (:mod:`repro.core`);
 * ``export``: a recipe as a sentence-transformers folder (:mod:`repro.recipes.export`).
 
@@ -21,7 +21,7 @@ from importlib import import_module
 
 __version__ = "0.1.0"
 
-_API = {"Embedder": "repro.core.embedder", "from_recipe": "repro.recipes.recipes",
+_API = {"Embedder": "repro.core.embedder", "from_recipe": "repro.recipes.recipe",
         "load_backbone": "repro.core.backbones", "encode": "repro.core.encode", "EncodeConfig": "repro.core.encode",
         "export": "repro.recipes.export"}
 __all__ = sorted(_API)

@@ -125,7 +125,7 @@ def test_a_recipe_is_the_pages_configuration_in_one_line(tiny_dir, tmp_path):
     from repro.core.backbones import load_backbone
     from repro.embedfilter.filters import make_filter, unembedding_spectrum
     from repro.embedfilter.sweep import encode_config
-    from repro.recipes.recipes import from_recipe, parse_recipe
+    from repro.recipes.recipe import from_recipe, parse_recipe
     from repro.training.contrastive import TrainConfig, TrainedEmbedder, load_trained, train
 
     texts = ["a man plays a guitar", "rain tomorrow", "", "a man plays a guitar"]
@@ -169,7 +169,8 @@ def test_repro_encode_writes_a_file_of_texts_and_refuses_bad_input_in_one_line(t
     import json as json_module
 
     from repro.cli import main as cli
-    from repro.recipes.recipes import encode_file, from_recipe
+    from repro.recipes.recipe import from_recipe
+    from repro.recipes.recipes import encode_file
 
     (tmp_path / "texts.txt").write_text("a man plays a guitar\n\nrain tomorrow\n")
     (tmp_path / "texts.jsonl").write_text("\n".join(json_module.dumps({"text": t}) for t in

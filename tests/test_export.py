@@ -20,7 +20,7 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def exported_equal(recipe: str, folder, texts, tokenization: str | None = None) -> np.ndarray:
     from repro.recipes.export import export
-    from repro.recipes.recipes import from_recipe
+    from repro.recipes.recipe import from_recipe
 
     export(recipe, folder, tokenization=tokenization)
     model = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
@@ -48,7 +48,7 @@ def test_training_free_recipes_export_to_the_same_embeddings(tiny_dir, tmp_path,
 
 def test_a_folder_exported_before_the_library_left_the_book_still_loads(tiny_dir, tmp_path):
     """Folders exported before the user's library moved to repro.recipes name the old module in modules.json."""
-    from repro.recipes.recipes import from_recipe
+    from repro.recipes.recipe import from_recipe
 
     recipe = f"{tiny_dir}/prompteol+edge/2"
     exported_equal(recipe, tmp_path / "out", TEXTS[:3])

@@ -45,17 +45,10 @@ from repro.core.tasks import TASKS
 from repro.core.verdicts import INCONCLUSIVE, MARGIN, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide
 from repro.crosspaper.leaderboard import paper2_tokenization, paper3_configs
 from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED, fmt_p
-from repro.embedfilter.filters import parse_variant
-from repro.embedfilter.sweep import filters_for
+from repro.embedfilter.filters import filters_for, parse_variant
 from repro.pooling_attention.converged import SEEDS, converged_scores
-from repro.recipes.recipes import (
-    TRAINED_RECIPES,
-    evaluate_recipe,
-    evaluated_scores,
-    parse_recipe,
-    recipe_scores,
-    sweep_command,
-)
+from repro.recipes.recipe import TRAINED_RECIPES, parse_recipe
+from repro.recipes.recipes import evaluate_recipe, evaluated_scores, recipe_scores, sweep_command
 from repro.store.identity import config_identity
 
 SUITE = "compact"

@@ -45,7 +45,7 @@ from repro.core.tasks import read_task
 from repro.crosspaper.leaderboard import baseline_label
 from repro.pages.parameters import page_parameters
 from repro.pooling_attention.trained import converged_config
-from repro.recipes.recipes import from_recipe
+from repro.recipes.recipe import from_recipe
 from repro.store.paths import STATES_ENV
 from repro.store.results import all_results, save_result
 from repro.training.contrastive import TrainedEmbedder, build_model

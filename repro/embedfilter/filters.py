@@ -31,6 +31,7 @@ import torch
 from sklearn.decomposition import PCA
 from sklearn.random_projection import GaussianRandomProjection
 
+from repro.core.encode import EncodeConfig, encode
 from repro.store.atomic import atomic_path
 from repro.store.paths import cache_dir
 
@@ -230,3 +231,32 @@ class Normalized:
         out = np.asarray(states if self.inner is None else self.inner(states), dtype=np.float32)
         norms = np.linalg.norm(out, axis=-1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+
+# ---------------------------------------------------------------------------------- the filtered embedding
+
+PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}  # what each prompt pools
+
+
+def encode_config(backbone, prompt: str, max_length: int = 512, tokenization: str = "pieces") -> EncodeConfig:
+    """The final (post-norm) state only, pooled as the prompt requires, head+tail truncation; ``tokenization``:
+    "pieces" (the book's earlier runs) or "official" (EmbedFilter's official scripts: :class:`EncodeConfig`)."""
+    if prompt not in PROMPT_POOLING:
+        raise ValueError(f"EmbedFilter prompts are {', '.join(PROMPT_POOLING)}; got '{prompt}'")
+    return EncodeConfig(prompt=prompt, poolings=(PROMPT_POOLING[prompt],), max_length=max_length,
+                        truncation="head_tail", layers=(backbone.num_layers,), tokenization=tokenization)
+
+
+def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: int = 0,
+                whiten_sentences: int = 2000, progress: bool = False) -> dict[str, object]:
+    """variant name -> map (``None`` for raw). The SVD is cached; whitening encodes NLI sentences once."""
+    kinds = {parse_variant(v)[0] for v in variants}
+    spectrum = unembedding_spectrum(backbone) if kinds - {"raw", "truncate", "randproj", "whiten"} else None
+    fit = None
+    if "whiten" in kinds:
+        from repro.core.samples import nli_sentences  # whitening only: the front door (from_recipe) stays light
+
+        states = encode(backbone, nli_sentences(whiten_sentences, seed), config, progress=progress)
+        fit = states[config.poolings[0]][0]
+    return {v: make_filter(v, spectrum=spectrum, whitening_states=fit, d=backbone.hidden_size, seed=seed)
+            for v in variants}

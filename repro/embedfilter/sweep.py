@@ -20,12 +20,19 @@ import numpy as np
 import pandas as pd
 
 from repro.core.backbones import STORED_DTYPE, LazyBackbone
-from repro.core.encode import TOKENIZATIONS, EncodeConfig, count_tokens, encode
+from repro.core.encode import TOKENIZATIONS, count_tokens
 from repro.core.evaluate import evaluate_encoders, states_encoder
-from repro.core.samples import nli_sentences, task_texts
+from repro.core.samples import task_texts
 from repro.core.suites import describe_suite, suite_caps, suite_caps_text
 from repro.core.tasks import TASKS, check_task_names, data_fingerprint, suite_task
-from repro.embedfilter.filters import Normalized, make_filter, parse_variant, sweep_variants, unembedding_spectrum
+from repro.embedfilter.filters import (
+    PROMPT_POOLING,
+    Normalized,
+    encode_config,
+    filters_for,
+    parse_variant,
+    sweep_variants,
+)
 from repro.store.identity import config_identity
 from repro.store.results import all_results, decode_array, encode_array, load_covering, load_or_compute, load_result
 
@@ -39,7 +46,6 @@ NORMALISED_CATEGORIES = ("Clustering", "PairClassification")  # where L2 normali
 # The official scripts L2-normalise for every task but classification with PromptEOL (run4qwen_prompteol.py); the
 # Echo scripts take l2_normalize and never use it (run4qwen_echo.py). Pair classification is reported as cosine AP.
 NORMALISING_PROMPTS = ("prompteol", "prompteol-summarize")
-PROMPT_POOLING = {"prompteol": "last", "prompteol-summarize": "last", "echo": "mean"}
 
 log = logging.getLogger(__name__)
 
@@ -51,28 +57,6 @@ def mean_scores(scores: pd.DataFrame, by: Sequence[str] = ("backbone", "prompt",
     overall = per_task.groupby(list(by))["score"].agg(["mean", "count"]).rename(columns={"mean": "all tasks", "count": "tasks"})
     per_cat = per_task.pivot_table(index=list(by), columns="category", values="score", aggfunc="mean")
     return overall.join(per_cat).reset_index()
-
-
-def encode_config(backbone, prompt: str, max_length: int = 512, tokenization: str = "pieces") -> EncodeConfig:
-    """The final (post-norm) state only, pooled as the prompt requires, head+tail truncation; ``tokenization``:
-    "pieces" (the book's earlier runs) or "official" (EmbedFilter's official scripts: :class:`EncodeConfig`)."""
-    if prompt not in PROMPT_POOLING:
-        raise ValueError(f"EmbedFilter prompts are {', '.join(PROMPT_POOLING)}; got '{prompt}'")
-    return EncodeConfig(prompt=prompt, poolings=(PROMPT_POOLING[prompt],), max_length=max_length,
-                        truncation="head_tail", layers=(backbone.num_layers,), tokenization=tokenization)
-
-
-def filters_for(backbone, config: EncodeConfig, variants: Sequence[str], seed: int = 0,
-                whiten_sentences: int = 2000, progress: bool = False) -> dict[str, object]:
-    """variant name -> map (``None`` for raw). The SVD is cached; whitening encodes NLI sentences once."""
-    kinds = {parse_variant(v)[0] for v in variants}
-    spectrum = unembedding_spectrum(backbone) if kinds - {"raw", "truncate", "randproj", "whiten"} else None
-    fit = None
-    if "whiten" in kinds:
-        states = encode(backbone, nli_sentences(whiten_sentences, seed), config, progress=progress)
-        fit = states[config.poolings[0]][0]
-    return {v: make_filter(v, spectrum=spectrum, whitening_states=fit, d=backbone.hidden_size, seed=seed)
-            for v in variants}
 
 
 def embedfilter_task(backbone, task_name: str, suite: str, prompt: str, variants: Sequence[str] | None = None,

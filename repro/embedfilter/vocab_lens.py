@@ -24,8 +24,7 @@ from repro.core.backbones import STORED_DTYPE, load_backbone
 from repro.core.encode import TOKENIZATIONS, encode
 from repro.core.samples import sentence_sample
 from repro.core.stats import wilcoxon_over_tasks
-from repro.embedfilter.filters import filter_indices, kept_dims, unembedding_matrix, unembedding_spectrum
-from repro.embedfilter.sweep import encode_config
+from repro.embedfilter.filters import encode_config, filter_indices, kept_dims, unembedding_matrix, unembedding_spectrum
 from repro.store.paths import data_jsonl
 from repro.store.results import load_or_compute
 

@@ -38,7 +38,8 @@ from repro.core.embedder import CachedEmbedder, Embedder, MappedEmbedder, States
 from repro.core.prompts import get_prompt
 from repro.core.suites import describe_suite
 from repro.recipes.export_modules import PoolingHead, PromptedDecoder
-from repro.recipes.recipes import EVAL_MAX_LENGTH, add_tokenization_argument, from_recipe, recipe_scores
+from repro.recipes.recipe import EVAL_MAX_LENGTH, from_recipe
+from repro.recipes.recipes import add_tokenization_argument, recipe_scores
 from repro.store.atomic import atomic_dir
 from repro.training.contrastive import TrainedEmbedder
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from repro.core.backbones import revision_of
 from repro.core.mteb_results import read_back, stored_rows, write_result_cache
 from repro.core.reference import EXPERIMENT as REFERENCE
-from repro.recipes.recipes import parse_recipe, recipe_scores
+from repro.recipes.recipe import parse_recipe
+from repro.recipes.recipes import recipe_scores
 from repro.store.results import all_results
 
 REFERENCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

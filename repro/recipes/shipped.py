@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -24,32 +23,11 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from repro.pooling_attention.trained import converged_config
+from repro.recipes.recipe import TRAINED_RECIPES, shipped_folder, weights_dir
 from repro.store.atomic import atomic_dir
 from repro.store.fingerprint import weights_digest
-from repro.store.paths import REPO_ROOT
 from repro.store.runs import ensure_trained
 from repro.training.contrastive import load_trained, run_spec
-
-WEIGHTS_ENV = "REPRO_WEIGHTS_DIR"
-TRAINED_RECIPES = {"p1-model1": 1, "p1-model5": 5}  # recipe method -> Paper 1 design (under the budget rule)
-
-
-def weights_dir() -> Path:
-    return Path(os.environ.get(WEIGHTS_ENV, REPO_ROOT / "weights")).expanduser()
-
-
-def shipped_folder(backbone: str, method: str) -> Path:
-    """The shipped weights of ``<backbone>/<method>`` (a run folder's ``final/`` layout, float16)."""
-    if method not in TRAINED_RECIPES:
-        raise ValueError(f"unknown trained recipe '{method}'; valid: {', '.join(TRAINED_RECIPES)}")
-    folder = weights_dir() / f"{backbone}-{method}"
-    if not (folder / "train_config.json").is_file():
-        raise FileNotFoundError(
-            f"no shipped weights for '{backbone}/{method}' in {weights_dir()}: train the run "
-            f"(python -m repro.pooling_attention.trained --converged --backbone {backbone} --model "
-            f"{TRAINED_RECIPES[method]} --seed S), then ship it (python -m repro.recipes.shipped {backbone} {method} "
-            f"--seed S), or load the run folder directly ('run:<folder>')")
-    return folder
 
 
 def source(backbone: str, method: str) -> dict:

@@ -248,3 +248,19 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+def page_sweep(backbones: Sequence[str], prompts: Sequence[str], skip_runs: Sequence[str], suite: str,
+               tasks: Sequence[str] | None, ratios: Sequence[int], recompute: bool = False,
+               tokenization: str = "pieces", label: str = "Scale"
+               ) -> tuple[list[tuple[str, str]], list[str], pd.DataFrame, str]:
+    """The sweep pages' common setup: the backbone x prompt grid less ``skip_runs`` ("backbone:prompt"), the
+    variants of ``ratios``, their stored (or computed) scores and the sentence of the page's Scale box (``label``
+    leads it). Returns (runs, variants, scores, scale)."""
+    skipped = [parse_run(r) for r in skip_runs]
+    variants = sweep_variants(ratios)
+    runs = [(b, p) for b in backbones for p in prompts if (b, p) not in skipped]
+    scores = sweep_scores(runs, suite, tasks, variants, recompute, tokenization=tokenization)
+    scale = (describe_sweep(scores, suite, label=label) + f" Tokenization: {tokenization}."
+             + (f" Left out of the grid (not computed yet): {', '.join(skip_runs)}." if skip_runs else ""))
+    return runs, variants, scores, scale

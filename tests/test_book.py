@@ -498,3 +498,26 @@ def test_a_standard_build_stops_on_a_placeholder_and_a_smoke_or_rerun_build_does
         build.execute("p2_spectrum", "standard", output_dir=tmp_path)
     build.execute("p2_spectrum", "smoke", output_dir=tmp_path)  # the tests' tiny book: not published
     build.execute("p2_spectrum", "standard", {"backbones": ["smollm2-135m"]}, output_dir=tmp_path)  # a reader's rerun
+
+
+@pytest.mark.integration
+def test_a_corrupted_result_stops_a_page_build_with_one_line_naming_the_file(tmp_path, monkeypatch):
+    """A truncated result file (a killed copy, a bad merge) stops the build with one line: the file and what to do,
+    never a papermill traceback ending in JSONDecodeError."""
+    import shutil
+    import subprocess
+    import sys
+
+    store = tmp_path / "results"
+    root = Path(__file__).resolve().parent.parent
+    shutil.copytree(root / "tests" / "data" / "smoke_results" / "autoreg_cost", store / "autoreg_cost")
+    victim = sorted((store / "autoreg_cost").glob("*.json"))[0]
+    victim.write_text(victim.read_text()[:40])  # truncated mid-record
+    env = {**os.environ, "REPRO_RESULTS_DIR": str(store), "REPRO_COMPUTE": "refuse", "REPRO_TRAINING": "refuse"}
+    run = subprocess.run([sys.executable, "-m", "repro", "build", "--profile", "smoke", "--only", "p3_memory",
+                          "--no-site", "--book-dir", str(tmp_path / "book")], capture_output=True, text=True, env=env,
+                         cwd=root)
+    assert run.returncode != 0
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("repro build: CorruptResult:") and victim.name in last and "restore it from git" in last
+    assert "Traceback" not in run.stderr and "JSONDecodeError" not in run.stderr

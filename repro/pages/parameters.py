@@ -176,7 +176,7 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     },
     "p3_memory": {
         "smoke": {"profile": "smoke", "backbone": "smollm2-135m", "batch_sizes": [2], "steps": 2, "max_length": 32},
-        "standard": {"profile": "standard", "backbone": "smollm2-135m", "batch_sizes": [4, 8, 16], "steps": 4,
+        "standard": {"profile": "standard", "backbone": "smollm2-135m", "batch_sizes": [4, 8, 16, 32, 64], "steps": 4,
                      "max_length": 64},
     },
     "p3_converged": {  # reads the stored search, seeds and budget points (repro.autoregembed.experiments.converged)

@@ -429,7 +429,7 @@ def test_the_ledgers_paper_view_states_each_statement_once_over_its_rows():
 
 def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     from repro.core.tasks import TASKS
-    from repro.crosspaper import ledger
+    from repro.crosspaper import ledger, ledger_paper1
     from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS
 
     tasks = [t for t in TASKS if TASKS[t].category in ("STS", "Classification")]
@@ -437,10 +437,10 @@ def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     base = dict(zip(tasks, rng.uniform(40, 60, len(tasks))))
     earlier = pd.DataFrame([{"model": m, "task": t, "category": TASKS[t].category, "main_score": (b + m) / 100}
                             for m in (1, 2, 3, 4, 5) for t, b in base.items()])
-    monkeypatch.setattr(ledger, "evaluate_models", lambda *a, **k: earlier)
+    monkeypatch.setattr(ledger_paper1, "evaluate_models", lambda *a, **k: earlier)
     converged = {"frame": pd.DataFrame(columns=["model", "seed", "task", "category", "score"])}
-    monkeypatch.setattr(ledger, "converged_scores", lambda *a, **k: (converged["frame"], {}))
-    parts = ledger.table5_rows("standard")
+    monkeypatch.setattr(ledger_paper1, "converged_scores", lambda *a, **k: (converged["frame"], {}))
+    parts = ledger_paper1.table5_rows("standard")
     assert (parts[0]["page"] == "p1_robustness").all() and parts[1].empty  # no converged run stored: no row
     assert len(parts[0]) == len(ROBUSTNESS_CLAIMS) and parts[0]["claim"].str.startswith("Table 5: ").all()
     assert not parts[0]["current"].any() and parts[0]["tier"].eq(ledger.ABLATION).all()  # the earlier budget
@@ -450,7 +450,7 @@ def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
     converged["frame"] = pd.DataFrame([{"model": m, "seed": s, "task": t, "category": TASKS[t].category,
                                         "score": b + 3 * (m == 5) + rng.normal(0, 0.1)}
                                        for m in (1, 4, 5) for s in (0, 1, 2) for t, b in base.items()])
-    parts = ledger.table5_rows("standard")
+    parts = ledger_paper1.table5_rows("standard")
     now = parts[1]
     assert (now["page"] == "p1_converged").all() and "seeds per model (model 1: 3, model 4: 3, model 5: 3)" in (
         now["scale"].iloc[0])
@@ -461,9 +461,9 @@ def test_the_ledger_lists_table5s_statements_at_both_budgets(monkeypatch):
 
 def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkeypatch):
     from repro.autoregembed.experiments import converged
-    from repro.crosspaper import ledger
+    from repro.crosspaper import ledger, ledger_paper3
 
-    assert ledger.paper3_converged_rows("standard").empty  # nothing of the search is committed yet
+    assert ledger_paper3.paper3_converged_rows("standard").empty  # nothing of the search is committed yet
     rng = np.random.default_rng(3)
     tasks = [("STS", f"STS{i}") for i in range(9)] + [("Retrieval", "SciFact"), ("Retrieval", "NFCorpusPreprocessed")]
     base = rng.uniform(40, 60, len(tasks))
@@ -471,7 +471,7 @@ def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkey
             for m, shift in ((converged.AUTOREG, 3.0), (converged.COMPRESSION, 0.0), (converged.BASELINE, 6.0))
             for s in (0, 1, 2) for (c, t), b in zip(tasks, base)]
     monkeypatch.setattr(converged, "final_scores", lambda *a, **k: (pd.DataFrame(rows), {}))
-    table = ledger.paper3_converged_rows("standard")
+    table = ledger_paper3.paper3_converged_rows("standard")
     assert list(table.columns) == ledger.COLUMNS and len(table) == len(converged.CLAIMS)
     assert set(table["page"]) == {"p3_converged"} and table["scale"].str.contains("seeds per method").all()
     verdicts = dict(zip(table["claim"], table["verdict"]))
@@ -773,7 +773,7 @@ def test_a_ledger_statistic_without_a_p_has_no_dangling_comma():
 
 
 def test_a_statement_of_existence_is_decided_by_its_smallest_adjusted_p():
-    from repro.crosspaper.ledger import LAST_LAYER
+    from repro.crosspaper.ledger_paper1 import LAST_LAYER
     from repro.crosspaper.statements import statements
 
     rows = pd.DataFrame({"paper": "P1", "claim": [f"{LAST_LAYER} [a]", f"{LAST_LAYER} [b]", "x [a]", "x [b]"],

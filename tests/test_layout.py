@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from repro.crosspaper.registry import papers
+
 ROOT = Path(__file__).resolve().parent.parent
 REPRO = ROOT / "repro"
-PAPERS = ("pooling_attention", "embedfilter", "autoregembed")
+
+
+# the papers' packages, from the registry: a fourth paper registers there and is held to the same rule
+PAPERS = tuple(paper.package.split(".")[1] for paper in papers())
 LAYERS = ("core", "store", "training", *PAPERS, "pages", "recipes", "crosspaper", "book")
 # the page parameter tables, the user's library, the pages across papers, the machinery
 ABOVE_PAPERS = ("pages", "recipes", "crosspaper", "book")
@@ -281,3 +286,58 @@ def test_every_current_figure_is_captioned_in_the_cell_that_draws_it():
             if cell["cell_type"] == "code" and "plt.show()" in source and "caption(" not in source:
                 bare.append((path.name, source.splitlines()[0][:60]))
     assert not bare, bare
+
+
+def test_every_registered_paper_has_its_package_and_pages():
+    from repro.pages.parameters import NOTEBOOKS
+
+    for paper in papers():
+        package = REPRO / paper.package.split(".")[1]
+        assert (package / "__init__.py").read_text().startswith('"""'), f"{paper.package} states what it holds"
+        assert set(paper.pages) <= set(NOTEBOOKS) and paper.summary.endswith("_summary"), paper.pages
+        assert set(paper.ledger_pages) <= set(paper.pages)
+
+
+def test_a_toy_fourth_paper_registers_and_its_statements_reach_the_ledger(monkeypatch):
+    """The README's "Adding a paper", in miniature: a paper of two statements on one page, registered for the test,
+    reaches the ledger built from the registry: titled, BH-adjusted with the others, its verdicts the engine's."""
+    from dataclasses import replace
+
+    import numpy as np
+    import pandas as pd
+
+    from repro.core.comparison import claims_table
+    from repro.crosspaper import ledger, registry
+    from repro.crosspaper.ledger_schema import COLUMNS, PAPERS, from_claims
+
+    def toy_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+        rng = np.random.default_rng(0)
+        tasks = [("STS", f"toy STS {i}") for i in range(9)]
+        base = rng.uniform(40, 60, len(tasks))
+        wide = pd.DataFrame({"baseline": base, "toy": base + 3 + rng.normal(0, 0.5, len(tasks))},
+                            index=pd.MultiIndex.from_tuples(tasks, names=["category", "task"]))
+        claims = [("the toy method beats its baseline on STS", "toy", "baseline", "STS", "better"),
+                  ("the baseline beats the toy method on STS", "baseline", "toy", "STS", "better")]
+        return from_claims(4, claims_table(wide, claims), "a toy scale: 9 tasks", "p1_summary")
+
+    # the three papers' stored rows take minutes to read: their builders return no row here, the loop is the test
+    for number in (1, 2, 3):
+        monkeypatch.setitem(registry.REGISTRY, number, replace(registry.REGISTRY[number],
+                                                              rows=lambda *a, **k: pd.DataFrame(columns=COLUMNS)))
+    monkeypatch.setattr(ledger, "combination_rows", lambda table: pd.DataFrame(columns=COLUMNS))
+    monkeypatch.setattr(ledger, "combination_table", lambda: None)
+    toy = registry.Paper(4, "Toy (Doe, arXiv 0000.00000)", "repro.pooling_attention", ("p1_summary",), toy_rows)
+    with registry.registered(toy):
+        assert PAPERS[4] == toy.title and list(PAPERS) == [1, 2, 3, 4]
+        table = ledger.claims_ledger()
+        assert table["paper"].eq(toy.title).all() and len(table) == 2 and "p (BH)" in table
+        verdicts = dict(zip(table["claim"].map(ledger.statement_of), table["verdict"]))
+        assert verdicts == {"the toy method beats its baseline on STS": "supported",
+                            "the baseline beats the toy method on STS": "contradicted"}
+        with pytest.raises(ValueError, match="registered already"):
+            with registry.registered(toy):
+                pass
+    assert 4 not in list(PAPERS)
+    with pytest.raises(TypeError, match="register a repro.crosspaper.registry.Paper"):
+        with registry.registered("toy"):
+            pass

@@ -4,18 +4,34 @@ claims module's rows (the shared claims schema of :func:`repro.core.verdicts.cla
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from repro.core.verdicts import MARGINS, TASKS_TEST
 from repro.core.wording import p_text
+from repro.crosspaper.registry import REGISTRY
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",
            "units a side for 2x margin", "task category", "tasks", "p (MixedLM)"]
 HEADLINE, ABLATION = "headline", "ablation"
-PAPERS = {1: "Pooling and Attention (Tang & Yang, arXiv 2409.02727)",
-          2: "EmbedFilter (Wu et al., arXiv 2606.07502)",
-          3: "AutoRegEmbed (Deng et al., arXiv 2502.11401)"}
+
+
+class _Titles(Mapping):
+    """Paper number -> title, read live from the registry (a paper registered later is in it)."""
+
+    def __getitem__(self, number: int) -> str:
+        return REGISTRY[number].title
+
+    def __iter__(self):
+        return iter(sorted(REGISTRY))
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
+PAPERS = _Titles()
 WILCOXON = TASKS_TEST  # deterministic methods: tasks are the units
 NOT_QUOTED = "not quoted in the book"
 
@@ -69,3 +85,8 @@ def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str,
                           "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"), "task category": "",
                           "tasks": float("nan"), "p (MixedLM)": float("nan")}],
                         columns=COLUMNS)
+
+
+def statement_of(claim: str) -> str:
+    """The paper's statement a comparison row tests: its claim without the bracketed comparison."""
+    return claim.split(" [")[0]

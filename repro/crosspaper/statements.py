@@ -20,7 +20,8 @@ from repro.core.verdicts import (
     is_tested,
     statement_verdict,
 )
-from repro.crosspaper.ledger import LAST_LAYER, all_comparisons, claims_ledger, statement_of
+from repro.crosspaper.ledger import all_comparisons, claims_ledger, statement_of
+from repro.crosspaper.ledger_paper1 import LAST_LAYER
 from repro.pooling_attention.claims import SENTENCES
 from repro.store.results import all_results
 

@@ -1,0 +1,98 @@
+"""The papers the book replicates, one entry each: the seam a fourth paper plugs into.
+
+A :class:`Paper` names its package (``repro.<name>``, which imports the core, the store and training only, never
+another paper: ``tests/test_layout.py`` reads its rule from here), its book pages (its summary first), and the
+function that builds its claims-ledger rows from the stored results of its pages (``rows``, as
+``"module:function"``, imported when the ledger is built, or a function). The ledger (:mod:`repro.crosspaper.ledger`)
+and the titles every page shows (:data:`repro.crosspaper.ledger_schema.PAPERS`) loop over :data:`REGISTRY`;
+:func:`registered` adds a paper for the duration of a block (a test's toy paper, a paper being built). The README's
+"Adding a paper" section is the recipe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import import_module
+
+import pandas as pd
+
+from repro.pages.parameters import page_parameters
+
+
+@dataclass(frozen=True)
+class Paper:
+    number: int
+    title: str  # as every page and the ledger's "paper" column show it
+    package: str  # repro.<name>
+    pages: tuple[str, ...]  # its book pages, its summary first
+    rows: str | Callable[..., pd.DataFrame]  # (profile, recompute[, pages]) -> ledger comparison rows
+    ledger_pages: tuple[str, ...] = ()  # its pages whose parameters the ledger may take others for
+
+    @property
+    def summary(self) -> str:
+        return self.pages[0]
+
+    def ledger_rows(self, profile: str = "standard", recompute: bool = False,
+                    pages: dict[str, dict] | None = None) -> pd.DataFrame:
+        """Its comparison rows (the ledger's schema), titled with this paper."""
+        build = self.rows
+        if isinstance(build, str):
+            module, _, name = build.partition(":")
+            build = getattr(import_module(module), name)
+        if self.ledger_pages:  # the pages it takes other parameters for (the rest are other papers')
+            rows = build(profile, recompute, {k: v for k, v in (pages or {}).items() if k in self.ledger_pages})
+        else:
+            rows = build(profile, recompute)
+        return rows.assign(paper=self.title)
+
+
+REGISTRY: dict[int, Paper] = {paper.number: paper for paper in (
+    Paper(1, "Pooling and Attention (Tang & Yang, arXiv 2409.02727)", "repro.pooling_attention",
+          ("p1_summary", "p1_layer_correlation", "p1_layerwise_mteb", "p1_train", "p1_tables", "p1_converged",
+           "p1_robustness"), "repro.crosspaper.ledger_paper1:paper1_rows"),
+    Paper(2, "EmbedFilter (Wu et al., arXiv 2606.07502)", "repro.embedfilter",
+          ("p2_summary", "p2_main_table", "p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"),
+          "repro.crosspaper.ledger_paper2:paper2_rows"),
+    Paper(3, "AutoRegEmbed (Deng et al., arXiv 2502.11401)", "repro.autoregembed",
+          ("p3_summary", "p3_tables", "p3_converged", "p3_data_efficiency", "p3_ablations", "p3_memory"),
+          "repro.crosspaper.ledger_paper3:paper3_rows",
+          ledger_pages=("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_memory")),
+)}
+
+
+def papers() -> list[Paper]:
+    """The registered papers in their order."""
+    return [REGISTRY[n] for n in sorted(REGISTRY)]
+
+
+@contextmanager
+def registered(paper: Paper) -> Iterator[Paper]:
+    """``paper`` in the registry for the block (its number must be free)."""
+    if not isinstance(paper, Paper):
+        raise TypeError(f"register a repro.crosspaper.registry.Paper, got {type(paper).__name__}")
+    if paper.number in REGISTRY:
+        raise ValueError(f"paper {paper.number} is registered already ({REGISTRY[paper.number].title})")
+    REGISTRY[paper.number] = paper
+    try:
+        yield paper
+    finally:
+        del REGISTRY[paper.number]
+
+
+def page_overrides(pages: dict[str, dict] | None, profile: str = "standard") -> dict[str, dict]:
+    """``pages`` (page name -> parameters overriding the book's) checked before anything is read: only a registered
+    paper's ``ledger_pages`` take other parameters in the ledger, and only parameters they have."""
+    if pages is None:
+        return {}
+    if not isinstance(pages, dict):
+        raise TypeError(f"pages must be a dict of page name -> parameters, got {type(pages).__name__}")
+    allowed = [name for paper in papers() for name in paper.ledger_pages]
+    unknown = set(pages) - set(allowed)
+    if unknown:
+        raise ValueError(f"the ledger takes other parameters only for {', '.join(allowed)}; got "
+                         f"{', '.join(sorted(unknown))}")
+    for name, params in pages.items():
+        page_parameters(name, profile, params)  # an unknown parameter or a non-dict fails here
+    return pages

@@ -47,9 +47,11 @@ def covered_points(fig: Figure) -> list[tuple[str, int]]:
 
 
 def _on_draw(event) -> None:
-    # a layout pass (seaborn's legend placement, tight_layout) draws with rendering disabled (matplotlib's
-    # RendererBase._draw_disabled sets no-op draw_* methods on the renderer): only a rendered draw is the figure shown
-    if os.environ.get(CHECK_ENV) != "1" or "draw_path" in vars(event.renderer):
+    # only the draw that writes the page's image (the inline backend's print_figure: canvas.is_saving()) is the
+    # figure shown; seaborn draws a figure to place its legend before the page sets its scales and layout, and a
+    # layout pass draws with rendering disabled (RendererBase._draw_disabled sets no-op draw_* methods)
+    if (os.environ.get(CHECK_ENV) != "1" or not event.canvas.is_saving()
+            or "draw_path" in vars(event.renderer)):
         return
     for title, n in covered_points(event.canvas.figure):
         print(f"{MARK} {n} plotted point(s) of '{title}' lie under its legend", file=sys.stderr)

@@ -40,7 +40,7 @@ def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame
     dev Spearman of stage 2 (and of the contrastive baselines in ``contrastive``, a :func:`training_curves`
     frame, for the same steps)."""
     loss = next(c for c in curves.columns if c.startswith("train loss (rolling"))
-    fig, axes = plt.subplots(3, 1, figsize=(8, 10))  # one above the other: the column's width
+    fig, axes = plt.subplots(3, 1, figsize=(8, 11))  # one above the other: the column's width
     stage1, stage2 = curves[curves.stage == "compress"], curves[curves.stage == "align"]
     if len(stage1):
         sns.lineplot(data=stage1.dropna(subset=[loss]), x="step", y=loss, hue="run", ax=axes[0])
@@ -60,7 +60,9 @@ def plot_autoreg_training_curves(curves: pd.DataFrame, contrastive: pd.DataFrame
             ["step", "validation_sts", "run"]]], ignore_index=True)
     if len(dev):
         sns.lineplot(data=dev, x="step", y="validation_sts", hue="run", marker="o", ax=axes[2])
-        sns.move_legend(axes[2], "best", frameon=False, fontsize=9)
+        # below the axis label: the curves span the panel, so no corner of it is free
+        sns.move_legend(axes[2], "upper center", bbox_to_anchor=(0.5, 0), borderaxespad=3.5, ncol=2, frameon=False,
+                        fontsize=9)
     axes[2].set(title="STS-B dev during training", ylabel="Spearman x100")
     fig.tight_layout()
     return fig

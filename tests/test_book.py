@@ -521,3 +521,25 @@ def test_a_corrupted_result_stops_a_page_build_with_one_line_naming_the_file(tmp
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("repro build: CorruptResult:") and victim.name in last and "restore it from git" in last
     assert "Traceback" not in run.stderr and "JSONDecodeError" not in run.stderr
+
+
+def test_a_standard_build_stops_on_a_legend_over_data_and_checks_every_figure(tmp_path, monkeypatch):
+    """The published build turns the legend check on in the page's kernel and stops on its line; a reader's rerun
+    and the smoke book do not stop (the smoke book's own test fails on the line instead)."""
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from repro.book.legends import CHECK_ENV, MARK
+
+    seen = []
+
+    def fake_execute(source, output, **kwargs):  # a page whose figure's legend covers two points
+        seen.append(os.environ.get(CHECK_ENV))
+        line = f"{MARK} 2 plotted point(s) of 'axes 1' lie under its legend\n"
+        nbformat.write(new_notebook(cells=[new_code_cell("plt.show()", outputs=[
+            new_output("stream", name="stderr", text=line)])]), output)
+
+    monkeypatch.setattr("papermill.execute_notebook", fake_execute)
+    with pytest.raises(build.LegendOverDataError, match=r"^p2_spectrum: legend covers data: 2 plotted point"):
+        build.execute("p2_spectrum", "standard", output_dir=tmp_path)
+    build.execute("p2_spectrum", "standard", {"backbones": ["smollm2-135m"]}, output_dir=tmp_path)  # a rerun
+    assert seen[0] == "1" and seen[1] != "1" and os.environ.get(CHECK_ENV) != "1"  # on only for the published page

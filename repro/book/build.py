@@ -31,6 +31,7 @@ from nbconvert import HTMLExporter
 from nbformat.v4 import new_markdown_cell, new_notebook
 
 from repro.book.dry_run import print_dry_run
+from repro.book.legends import CHECK_ENV, MARK
 from repro.book.page_costs import record_page
 from repro.book.page_layout import glossary_line, parameters_last
 from repro.book.placeholders import placeholders
@@ -105,9 +106,12 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
         return pending_page(name, PENDING[name], output_dir)
     output = output_dir / f"{name}.ipynb"
     output_dir.mkdir(parents=True, exist_ok=True)
-    env_before = {key: os.environ.get(key) for key in ("REPRO_NOTEBOOK", READ_LOG_ENV)}
+    published = profile == "standard" and not overrides  # the book itself: no placeholder, no legend over data
+    env_before = {key: os.environ.get(key) for key in ("REPRO_NOTEBOOK", READ_LOG_ENV, CHECK_ENV)}
     reads = Path(tempfile.mkstemp(prefix=f"{name}-reads-")[1])
     os.environ.update({"REPRO_NOTEBOOK": name, READ_LOG_ENV: str(reads)})  # the kernel inherits them
+    if published:  # every figure's saved image is checked (repro.book.legends); the line shows only on a failure
+        os.environ[CHECK_ENV] = "1"
     start = time.perf_counter()
     try:
         papermill.execute_notebook(str(NOTEBOOKS_DIR / f"{name}.ipynb"), str(output), parameters=params,
@@ -129,12 +133,29 @@ def execute(name: str, profile: str, overrides: dict | None = None, recompute: b
                 "injected-parameters" in c.metadata.get("tags", []) for c in nb.cells):
             tags.append("remove-cell")
     nbformat.write(glossary_line(parameters_last(nb, name), name), output)
-    if profile == "standard" and not overrides:  # the published book: no placeholder is ever shown
+    if published:  # the published book: no placeholder is ever shown, no legend covers data
         found = placeholders(nb)
         if found:
             raise PlaceholderError(f"{name}: {'; '.join(found[:3])}: a published page shows no placeholder (list a "
                                    "run still to do on the rerun page's open runs instead)")
+        covered = legend_marks(nb)
+        if covered:
+            raise LegendOverDataError(f"{name}: {'; '.join(covered[:3])} (move the legend beside or below the axes)")
     return output
+
+
+def legend_marks(nb: nbformat.NotebookNode) -> list[str]:
+    """The lines an executed page printed because a figure's legend covers its data (:data:`MARK`)."""
+    lines = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") if out.get("output_type") == "stream" else ""
+            lines += [line.strip() for line in str(text).splitlines() if line.strip().startswith(MARK)]
+    return lines
+
+
+class LegendOverDataError(ValueError):
+    """A standard page drew a figure whose legend covers some of its points (:mod:`repro.book.legends`)."""
 
 
 class PlaceholderError(ValueError):

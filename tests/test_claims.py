@@ -568,7 +568,7 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     assert sorted(rows_now) == ["p3-align@budget", "p3-baseline@budget", "p3-compress@budget"]
     assert {key: row.label for key, (row, _) in rows_now.items()} == {
         "p3-align@budget": "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, logprob, 3 seeds",
-        "p3-compress@budget": "compression only (Paper 3) under the budget rule (the stage 1 of its seeds)",
+        "p3-compress@budget": f"compression only (Paper 3) under the budget rule ({leaderboard.SHARED_STAGE1})",
         "p3-baseline@budget": "last token, in-batch + hard negative (Paper 3 baseline) under the budget rule, "
                               "lr 0.0002, tau 0.02, 2 seeds"}
     means = {key: frame["score"].mean() for key, (_, frame) in rows_now.items()}

@@ -55,8 +55,8 @@ def test_while_the_official_runs_are_missing_the_table_is_empty_and_says_how_to_
         f"scored; `{ts.RERUN}` runs them)")
 
 
-def test_the_ledger_takes_other_parameters_only_for_paper_3s_pages():
-    with pytest.raises(ValueError, match="only for p3_tables"):
+def test_the_ledger_takes_other_parameters_only_for_the_pages_the_registry_lets_it():
+    with pytest.raises(ValueError, match="only for p2_main_table, p2_filter_types, p3_tables"):
         claims_ledger("standard", pages={"p1_train": {"steps": 3}})
     with pytest.raises(TypeError, match="pages must be a dict"):
         claims_ledger("standard", pages=["p3_data_efficiency"])
@@ -111,3 +111,28 @@ def test_the_data_efficiency_swap_reads_autoregembeds_points_of_another_configur
         baselines = swapped[swapped.method != "AutoRegEmbed"].sort_values(keys).reset_index(drop=True)
         pd.testing.assert_frame_equal(baselines, curve[curve.method != "AutoRegEmbed"].sort_values(keys)
                                       .reset_index(drop=True))
+
+
+def test_paper_2s_check_reruns_both_sweep_pages_promptEOL_under_the_official_scripts_template(monkeypatch):
+    p2 = "EmbedFilter (Wu et al., arXiv 2606.07502)"
+    published = _ledger({"edge/2 improves": [("p2_main_table", "supported")],
+                         "edge is the best": [("p2_filter_types", "inconclusive")],
+                         "frequent tokens sit in the edges": [("p2_vocab_probe", "supported")]}).assign(paper=p2)
+    official = _ledger({"edge/2 improves": [("p2_main_table", "supported")],
+                        "edge is the best": [("p2_filter_types", "contradicted")],
+                        "frequent tokens sit in the edges": [("p2_vocab_probe", "supported")]}).assign(paper=p2)
+    asked = []
+    monkeypatch.setattr(ts, "p2_pending", lambda profile="standard": [])
+    monkeypatch.setattr(ts, "claims_ledger", lambda profile="standard", pages=None: asked.append(pages) or official)
+    table = ts.verdicts_under(ledger=published, check=ts.P2)
+    # both sweep pages, PromptEOL under the scripts' template and Echo as it is, no earlier scope re-judged
+    assert asked == [{page: {"prompts": ["prompteol-summarize", "echo"], "earlier_tasks": []}
+                      for page in ("p2_main_table", "p2_filter_types")}]
+    assert list(table["statement"]) == ["edge/2 improves", "edge is the best"]  # the lens page is not rerun
+    assert list(table["official scripts' template"]) == ["supported", "contradicted"]
+    assert ts.sentence(table, check=ts.P2).startswith("with the sweep pages' PromptEOL runs made under the official "
+                                                      "template, 1 of the 2 statements they test change verdict")
+    monkeypatch.setattr(ts, "p2_pending", lambda profile="standard": ["gemma3-270m: 3 of 19 tasks"])
+    assert ts.verdicts_under(check=ts.P2).empty
+    assert "gemma3-270m: 3 of 19 tasks; `scripts/p2_sweeps.sh" in ts.sentence(ts.verdicts_under(check=ts.P2),
+                                                                             check=ts.P2)

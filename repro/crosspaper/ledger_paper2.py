@@ -150,14 +150,17 @@ def filter_type_rows(types: dict, current: bool = True, recompute: bool = False,
                                  ABLATION, current) for _, r in tests.iterrows()], columns=COLUMNS)
 
 
-def paper2_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
+def paper2_rows(profile: str = "standard", recompute: bool = False, pages: dict[str, dict] | None = None
+                ) -> pd.DataFrame:
     """Every Paper 2 comparison: the main table's and the filter-type ablation's, each page's current scope and
-    its earlier one (history), then the vocabulary lens and the storage cost (:func:`lens_rows`)."""
+    its earlier one (history), then the vocabulary lens and the storage cost (:func:`lens_rows`). ``pages``: other
+    parameters for the two sweep pages (the template check, :mod:`repro.crosspaper.template_sensitivity`)."""
+    pages = pages or {}
     loaded: dict = {}  # the pages share a grid: its sweeps are read once
     parts = [main_table_rows(main, current, recompute, loaded)
-             for main, current in _scopes(page_parameters("p2_main_table", profile))]
+             for main, current in _scopes(page_parameters("p2_main_table", profile, pages.get("p2_main_table")))]
     parts += [filter_type_rows(types, current, recompute, loaded)
-              for types, current in _scopes(page_parameters("p2_filter_types", profile))]
+              for types, current in _scopes(page_parameters("p2_filter_types", profile, pages.get("p2_filter_types")))]
     return pd.concat([*parts, lens_rows(profile, recompute)], ignore_index=True)
 
 

@@ -54,7 +54,7 @@ REGISTRY: dict[int, Paper] = {paper.number: paper for paper in (
            "p1_robustness"), "repro.crosspaper.ledger_paper1:paper1_rows"),
     Paper(2, "EmbedFilter (Wu et al., arXiv 2606.07502)", "repro.embedfilter",
           ("p2_summary", "p2_main_table", "p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"),
-          "repro.crosspaper.ledger_paper2:paper2_rows"),
+          "repro.crosspaper.ledger_paper2:paper2_rows", ledger_pages=("p2_main_table", "p2_filter_types")),
     Paper(3, "AutoRegEmbed (Deng et al., arXiv 2502.11401)", "repro.autoregembed",
           ("p3_summary", "p3_tables", "p3_converged", "p3_data_efficiency", "p3_ablations", "p3_memory"),
           "repro.crosspaper.ledger_paper3:paper3_rows",

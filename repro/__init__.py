@@ -12,9 +12,10 @@ The front door (imported on first use, so ``import repro`` stays light)::
 * ``export``: a recipe as a sentence-transformers folder (:mod:`repro.recipes.export`).
 
 The packages, bottom up: ``store`` (results, runs, caches), ``core`` (backbones, encoding, tasks, evaluation,
-verdicts), ``training``, the three papers (``pooling_attention``, ``embedfilter``, ``autoregembed``), ``recipes``
-(the user's library), ``crosspaper`` (the leaderboard, the claims ledger, the combinations) and ``book`` (the
-machinery that builds the site).
+statistics primitives), ``verdicts`` (the verdict engine), ``training``, the three papers (``pooling_attention``,
+``embedfilter``, ``autoregembed``), ``pages`` (each page's parameters), ``recipes`` (the user's library),
+``crosspaper`` (the paper registry, the leaderboard, the claims ledger, the combinations) and ``book`` (the machinery
+that builds the site).
 """
 
 from importlib import import_module

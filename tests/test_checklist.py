@@ -31,8 +31,8 @@ def test_paper3_verdicts_rest_on_three_independent_runs_a_side(monkeypatch):
 
     from repro.autoregembed.experiments import converged
     from repro.autoregembed.experiments.search import base_config
-    from repro.core.verdicts import MIN_RUNS, is_tested
     from repro.crosspaper.ledger_paper3 import paper3_rows
+    from repro.verdicts.rule import MIN_RUNS, is_tested
 
     monkeypatch.delenv("REPRO_RESULTS_DIR", raising=False)  # the committed results
     monkeypatch.setenv("REPRO_TRAINING", "refuse")

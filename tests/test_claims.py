@@ -17,8 +17,9 @@ from repro.autoregembed.claims import (
     table_claims,
 )
 from repro.autoregembed.experiments.ablations import grid_label
-from repro.core.comparison import claim_verdict, claims_table, with_adjusted_p
-from repro.core.verdicts import ONE_RUN, few_runs, is_tested
+from repro.verdicts.comparison import claim_verdict, claims_table
+from repro.verdicts.multiplicity import with_adjusted_p
+from repro.verdicts.rule import ONE_RUN, few_runs, is_tested
 
 
 def scores(columns: dict, categories=("STS",) * 8) -> pd.DataFrame:
@@ -54,8 +55,8 @@ def test_claim_verdict_reads_the_direction_the_paper_expects():
 
 
 def test_a_significant_test_whose_mean_points_the_other_way_is_inconclusive():
-    from repro.core.comparison import DISAGREE
     from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
+    from repro.verdicts.comparison import DISAGREE
 
     gains = np.array([1.0 + 0.01 * i for i in range(11)] + [-30.0])  # many small gains, one large loss
     wide = scores({"a": 50 + gains, "b": np.full(12, 50.0)}, categories=("STS",) * 12)
@@ -292,7 +293,7 @@ def test_seed_spread_is_the_sd_across_seeds_of_one_configuration():
 
 
 def test_single_run_comparisons_get_no_verdict_and_the_spread_is_shown_for_scale():
-    from repro.core.seeds import one_seed
+    from repro.verdicts.seeds import one_seed
 
     curve = pd.DataFrame([{"method": m, "examples": n, "seed": s, "STS average": v}
                           for m, rows in (("AutoRegEmbed", ((64, (50.0, 50.6)), (128, (52.0, 53.0)))),
@@ -482,9 +483,9 @@ def test_the_ledger_lists_paper3s_budget_rule_claims_once_they_are_scored(monkey
 
 
 def test_the_leaderboard_ranks_complete_methods_and_tests_every_pair_with_holm():
-    from repro.core.ranking import all_pairs, friedman
     from repro.core.tasks import TASKS
     from repro.crosspaper.leaderboard import compact_view, missing_rows, ranked
+    from repro.verdicts.ranking import all_pairs, friedman
 
     rng = np.random.default_rng(2)
     base = rng.uniform(30, 70, len(TASKS))

@@ -151,9 +151,9 @@ def test_the_autoregembed_combination_filters_the_budget_rule_selection_once_its
 def test_the_combinations_enter_the_ledger_as_the_books_own_claims_with_one_run_no_verdict():
     import pandas as pd
 
-    from repro.core.verdicts import is_tested
     from repro.crosspaper.combinations import BOOK, PROMPT_QUESTION, SURVIVES, ledger_rows
     from repro.crosspaper.ledger_schema import COLUMNS
+    from repro.verdicts.rule import is_tested
 
     base = {"base": "b", "combined": "c", "tasks": 19, "p (runs)": float("nan")}
     table = pd.DataFrame([

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core.comparison import wilcoxon_reach
-from repro.core.seeds import one_seed, seed_spread, seeded_claims
+from repro.verdicts.comparison import wilcoxon_reach
+from repro.verdicts.seeds import one_seed, seed_spread, seeded_claims
 
 
 def _frame(offsets: dict, seeds=(0, 1, 2), noise=None, tasks=12):
@@ -262,7 +262,7 @@ def test_the_leaderboard_asks_missing_runs_for_a_paper1_row(monkeypatch):
 
 
 def test_an_in_task_difference_is_consistent_only_if_significant_the_same_way_at_every_seed():
-    from repro.core.seeds import consistent_in_tasks
+    from repro.verdicts.seeds import consistent_in_tasks
 
     rows = [{"comparison": "5 vs 1", "task": t, "category": "STS", "seed": s, "verdict": v}
             for t, verdicts in (("A", ["first better"] * 3), ("B", ["first better", "not significant", "first better"]),

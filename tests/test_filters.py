@@ -174,9 +174,9 @@ def _probe(raw_rho, filtered_rho, raw_p, difference_p, shift, n=60, seed=0):
 
 
 def test_frequency_claims_need_all_three_shifts_and_no_margin():
-    from repro.core.comparison import with_adjusted_p
-    from repro.core.verdicts import statement_verdict
     from repro.embedfilter.claims import frequency_claims
+    from repro.verdicts.multiplicity import with_adjusted_p
+    from repro.verdicts.rule import statement_verdict
 
     aligned = frequency_claims({"a": _probe(0.4, 0.1, 0.002, 0.002, 0.5)})
     assert len(aligned) == 3 and set(aligned["verdict at our scale"]) == {"supported"}

@@ -20,7 +20,7 @@ REPRO = ROOT / "repro"
 
 # the papers' packages, from the registry: a fourth paper registers there and is held to the same rule
 PAPERS = tuple(paper.package.split(".")[1] for paper in papers())
-LAYERS = ("core", "store", "training", *PAPERS, "pages", "recipes", "crosspaper", "book")
+LAYERS = ("core", "store", "verdicts", "training", *PAPERS, "pages", "recipes", "crosspaper", "book")
 # the page parameter tables, the user's library, the pages across papers, the machinery
 ABOVE_PAPERS = ("pages", "recipes", "crosspaper", "book")
 
@@ -65,7 +65,7 @@ def test_type_hint_imports_close_no_cycle_but_the_named_ones():
     assert cycles == ALLOWED_TYPING_CYCLES, f"type-hint imports that close a cycle: {sorted(cycles)}"
 
 
-def test_the_top_level_reads_as_core_store_training_three_papers_pages_recipes_crosspaper_and_book():
+def test_the_top_level_reads_as_core_store_verdicts_training_three_papers_pages_recipes_crosspaper_and_book():
     packages = sorted(p.name for p in REPRO.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
     assert packages == sorted(LAYERS)
     assert sorted(p.name for p in REPRO.glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
@@ -94,9 +94,15 @@ def test_no_import_cycles_and_no_paper_imports_another():
             assert not others, f"{name} (a paper) imports another paper: {sorted(others)}"
             above = {d for d in deps if d.split(".")[1] in ABOVE_PAPERS}
             assert not above, f"{name} (a paper) imports the recipes, the cross-paper pages or the book: {sorted(above)}"
-        if layer in ("core", "store", "training"):
+        if layer in ("core", "store", "verdicts", "training"):
             above = {d for d in deps if d.split(".")[1] in (*PAPERS, *ABOVE_PAPERS)}
             assert not above, f"{name} ({layer}) imports a paper or what builds on them: {sorted(above)}"
+        if layer in ("core", "store"):  # the verdict engine builds on the core's statistics, never the other way
+            engine = {d for d in deps if d.split(".")[1] in ("verdicts", "training")}
+            assert not engine, f"{name} ({layer}) imports the verdict engine or training: {sorted(engine)}"
+        if layer == "verdicts":
+            above = {d for d in deps if d.split(".")[1] == "training"}
+            assert not above, f"{name} (the verdict engine) imports training: {sorted(above)}"
         if layer in ("pages", "recipes"):
             above = {d for d in deps if d.split(".")[1] in ("pages", "recipes", "crosspaper", "book")
                      and d.split(".")[1] != layer}
@@ -306,9 +312,9 @@ def test_a_toy_fourth_paper_registers_and_its_statements_reach_the_ledger(monkey
     import numpy as np
     import pandas as pd
 
-    from repro.core.comparison import claims_table
     from repro.crosspaper import ledger, registry
     from repro.crosspaper.ledger_schema import COLUMNS, PAPERS, from_claims
+    from repro.verdicts.comparison import claims_table
 
     def toy_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
         rng = np.random.default_rng(0)

@@ -15,14 +15,14 @@ from repro.autoregembed.experiments.baselines import contrastive_config
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg_budget_points, score_identity
 from repro.autoregembed.train import load_encoder, run_spec
 from repro.core.scoring import stored_per_task, task_params
-from repro.core.seeds import seed_spread, seeded_claims
-from repro.core.verdicts import ONE_RUN
 from repro.store.fingerprint import weights_digest
 from repro.store.results import result_path
 from repro.store.runs import ensure_trained
 from repro.training import budget
 from repro.training import evaluation as contrastive_scores
 from repro.training.loop import load_snapshot
+from repro.verdicts.rule import ONE_RUN
+from repro.verdicts.seeds import seed_spread, seeded_claims
 
 SUITE, TASKS = "smoke", ["STSBenchmark", "SciFact"]
 EXTRA = ("STS12",)  # a leaderboard task the page does not read

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from repro.core.verdicts import CONTRADICTED, INCONCLUSIVE, SUPPORTED
 from repro.crosspaper.page_verdicts import LEDGER_P, NOT_ON_LEDGER, on_ledger
+from repro.verdicts.rule import CONTRADICTED, INCONCLUSIVE, SUPPORTED
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -43,10 +43,10 @@ def _page_claims():
     from repro.autoregembed.experiments import independent
     from repro.autoregembed.experiments.configs import page_configs
     from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
-    from repro.core.seeds import seeded_claims
     from repro.pages.parameters import page_parameters
     from repro.pooling_attention.claims import ROBUSTNESS_CLAIMS, TABLE_CLAIMS, present_claims
     from repro.pooling_attention.converged import converged_scores
+    from repro.verdicts.seeds import seeded_claims
 
     c = page_parameters("p1_converged", "standard")
     for b in c["backbones"]:

@@ -142,7 +142,7 @@ def test_complete_units_recomputes_only_scores_stored_without_them():
 
 
 def test_in_task_tests_name_a_score_without_units_untestable():
-    from repro.core.seeds import in_task_tests
+    from repro.verdicts.seeds import in_task_tests
 
     _, first = _scores("a")
     _, second = _scores("b")

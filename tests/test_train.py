@@ -202,7 +202,7 @@ def test_ranking_agreement_reads_kendall_tau_per_category():
     import numpy as np
     import pandas as pd
 
-    from repro.core.comparison import ranking_agreement
+    from repro.verdicts.comparison import ranking_agreement
 
     index = pd.MultiIndex.from_tuples([("STS", "a"), ("STS", "b"), ("Classification", "c")], names=["category", "task"])
     first = pd.DataFrame(np.array([[1, 2, 3, 4, 5], [2, 3, 4, 5, 6], [5, 4, 3, 2, 1]], float), index=index,

@@ -5,9 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repro.core.calibration import simulate_runs, simulated_rates
-from repro.core.run_units import run_comparison
-from repro.core.verdicts import (
+from repro.verdicts.calibration import simulate_runs, simulated_rates
+from repro.verdicts.rule import (
     BELOW_MARGIN,
     CONTRADICTED,
     INCONCLUSIVE,
@@ -22,6 +21,7 @@ from repro.core.verdicts import (
     statement_verdict,
     tasks_test,
 )
+from repro.verdicts.run_units import run_comparison
 
 
 @pytest.mark.parametrize("runs,tasks", [(3, 9), (3, 19), (5, 9), (5, 19)])
@@ -133,7 +133,7 @@ def test_a_verdict_is_decided_again_at_its_adjusted_p():
 def test_the_ledger_adjusts_over_its_tests_and_decides_again():
     from scipy.stats import false_discovery_control
 
-    from repro.core.comparison import with_adjusted_p
+    from repro.verdicts.multiplicity import with_adjusted_p
 
     claims = pd.DataFrame({"comparison": ["a vs b", "c vs d", "e vs f", "g vs h"], "category": ["STS"] * 4,
                            "paired": [9] * 4, "expected": ["better"] * 4, "difference": [3.0, 3.0, 3.0, 3.0],
@@ -149,7 +149,7 @@ def test_the_ledger_adjusts_over_its_tests_and_decides_again():
 
 
 def test_a_no_difference_claim_names_the_equivalence_test_its_p_comes_from():
-    from repro.core.verdicts import TASKS_TEST, TASKS_TOST, claim_row, runs_test, tasks_test
+    from repro.verdicts.rule import TASKS_TEST, TASKS_TOST, claim_row, runs_test, tasks_test
 
     rng = np.random.default_rng(0)
     a = rng.normal(60, 5, 9)
@@ -168,7 +168,7 @@ def test_a_no_difference_claim_names_the_equivalence_test_its_p_comes_from():
 def test_a_not_better_claim_that_collapses_says_worse_by_how_much():
     """A one-sided "no gain" claim whose difference lies wholly below -margin is supported, but says it is worse,
     and the statement says so too; a parity claim ("equal") on the same runs is contradicted."""
-    from repro.core.verdicts import WORSE, base_verdict, is_supported
+    from repro.verdicts.rule import WORSE, base_verdict, is_supported
 
     collapsed, baseline = np.array([50.0, 51.0, 49.5, 50.5]), np.array([60.0, 61.0, 59.0, 60.5])
     verdict = decide(runs_test(collapsed, baseline), "no gain")
@@ -183,7 +183,7 @@ def test_a_not_better_claim_that_collapses_says_worse_by_how_much():
 
 
 def test_the_detectable_effect_and_the_runs_it_needs_agree():
-    from repro.core.verdicts import detectable_effect, units_needed
+    from repro.verdicts.rule import detectable_effect, units_needed
 
     sd_a, sd_b, effect = 1.2, 6.3, 2.0
     n = int(units_needed(sd_a, sd_b, effect))
@@ -217,8 +217,8 @@ def test_the_tests_the_ledger_uses_are_calibrated_at_the_measured_spreads(monkey
     """Each of the four tests (Welch on per-run means with the real unequal spreads, the one-sided no-gain test,
     TOST, the Wilcoxon over tasks with Paper 2's real per-task spread) at its worst-case null: at most 6% false
     verdicts; the power is printed."""
-    from repro.core.calibration import TEST_TYPES, calibration_by_test
     from repro.crosspaper.margins import measured_spreads
+    from repro.verdicts.calibration import TEST_TYPES, calibration_by_test
 
     monkeypatch.delenv("REPRO_RESULTS_DIR", raising=False)  # the spreads measured on the committed results
     spreads = measured_spreads()
@@ -232,7 +232,7 @@ def test_the_tests_the_ledger_uses_are_calibrated_at_the_measured_spreads(monkey
 def test_the_mixed_model_is_a_sensitivity_fitted_only_where_it_can_be():
     """Runs and tasks as crossed random effects (statsmodels MixedLM): a clear difference gets a small p, none a
     large one; one task (a run's one score cannot separate its effect from the residual) or one run a side: NaN."""
-    from repro.core.run_units import mixedlm_p
+    from repro.verdicts.run_units import mixedlm_p
 
     clear = simulate_runs(4, 9, effect=4.0, run_sd=1.0, residual_sd=0.5, rng=np.random.default_rng(1))
     # no difference: a's runs are b's, their order over seeds reversed

@@ -1,7 +1,7 @@
 """Paper 3's claims, each with a verdict at our scale: the tests of the Tables, data-efficiency and ablation
 pages in one place, so the pages and the summary page judge them the same way.
 
-Every verdict comes from :func:`repro.core.comparison.claim_verdict` (two-sided Wilcoxon signed-rank over the
+Every verdict comes from :func:`repro.verdicts.comparison.claim_verdict` (two-sided Wilcoxon signed-rank over the
 paired units, p < 0.05, plus a paired bootstrap CI of the mean difference): supported / contradicted / not
 supported (no significant difference) / untestable / missing results.
 """
@@ -15,9 +15,9 @@ from scipy.stats import friedmanchisquare
 from repro.autoregembed.config import AlignConfig
 from repro.autoregembed.experiments.ablations import COMPRESSION_ONLY, LABELS, grid_cells, grid_label
 from repro.autoregembed.quoted import PAPER_ABLATIONS
-from repro.core.comparison import claims_table
 from repro.core.tasks import STS7_TASKS
-from repro.core.verdicts import claim_row, is_supported, is_tested, runs_test
+from repro.verdicts.comparison import claims_table
+from repro.verdicts.rule import claim_row, is_supported, is_tested, runs_test
 
 FULL_VARIANT = LABELS["full"]
 # the paper's statements, in its words, shared by every page that tests them (one statement, one verdict)
@@ -100,7 +100,7 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
                            references: pd.Series | None = None) -> pd.DataFrame:
     """Figure 3: the candidate beats each contrastive baseline at equal data, consistently at every training-set
     size. One statement per baseline, one comparison per size, each with the training runs (seeds) of that size as
-    the units (:func:`repro.core.verdicts.runs_test`): the statement holds only if every size does. With
+    the units (:func:`repro.verdicts.rule.runs_test`): the statement holds only if every size does. With
     ``references`` holding "compression only" (one stage-1 model, one run), the paper's Table 3 claim that
     alignment improves on it, per size: a trained side with one independent run, so untestable until stage 1 has
     independent seeds; PromptEOL is training-free, one fixed model (a one-sample test). A curve with a ``unit``
@@ -197,7 +197,7 @@ SIMILAR = {"tanh": "tanh performs similarly to the sigmoid (Table 3)",
 def seed_spread(curve: pd.DataFrame) -> pd.DataFrame:
     """Training-seed noise, from the data-efficiency curve: per method, the standard deviation (ddof 1) of the STS
     average across the seeds of one configuration (size), its median and largest over sizes: the same definition
-    as every other page's seed spread (:func:`repro.core.seeds.seed_spread`)."""
+    as every other page's seed spread (:func:`repro.verdicts.seeds.seed_spread`)."""
     spread = curve.groupby(["method", "examples"])["STS average"].agg(lambda x: x.std(ddof=1) if len(x) > 1
                                                                       else float("nan"))
     table = spread.groupby(level="method").agg(["median", "max", "count"])

@@ -16,9 +16,9 @@ from IPython.display import HTML, display
 
 from repro.book.table_format import register as register_tables
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
-from repro.core.verdicts import CONTRADICTED, SUPPORTED, base_verdict, is_tested, statement_verdict
 from repro.pages.parameters import NOTEBOOKS, PARAMETER_TYPES
 from repro.store.paths import offline
+from repro.verdicts.rule import CONTRADICTED, SUPPORTED, base_verdict, is_tested, statement_verdict
 
 MAX_ROWS = 2000  # rows a page's table shows before pandas cuts it
 FIGURE_DPI = 120  # the pages' figures (rcParams in quiet)
@@ -97,7 +97,7 @@ def caption(text: str, paper: str = "") -> None:
 
 def verdict_lead(claims, what: str = "comparisons") -> str:
     """A page's finding in one sentence, from its claims table (the ``verdict at our scale`` column of
-    :func:`repro.core.comparison.claims_table` and its seeded forms). Counted in statements, the ledger's unit,
+    :func:`repro.verdicts.comparison.claims_table` and its seeded forms). Counted in statements, the ledger's unit,
     where the table names them (``claim (paper)``: one verdict per statement, :func:`statement_verdict`), with its
     ``what`` (comparisons) after; else in ``what``. With the largest tested difference; where no statement is
     decided either way, the page leads with that measured fact instead of zero counts."""
@@ -137,7 +137,7 @@ CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "catego
 
 
 def claims_view(claims):
-    """A claims table (:func:`repro.core.comparison.claims_table` and its seeded forms) as one narrow table per
+    """A claims table (:func:`repro.verdicts.comparison.claims_table` and its seeded forms) as one narrow table per
     statement, so the verdict is visible without scrolling: ``[(statement, table)]``, each table indexed by the
     page (where the claims have one) or the comparison, then the test's result and the verdict under short
     headers (columns it lacks are skipped, and the seed columns where every row of the statement has none). The

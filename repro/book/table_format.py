@@ -6,7 +6,7 @@ it), so no page formats its tables by hand:
 * an index that only numbers the rows (unnamed integers) is left out; a named or labelled index stays;
 * True / False print as ✓ / ✗, and snake_case column names as words (``ci_low`` -> ``CI low``);
 * a p-value column (its name is ``p``, starts with ``p `` / ``p (``, ends with `` p`` / ``_p``, or names a p-value)
-  prints as the book prints every p (:func:`repro.core.wording.p_text`: 2 significant digits, "< 0.001" below it,
+  prints as the book prints every p (:func:`repro.verdicts.wording.p_text`: 2 significant digits, "< 0.001" below it,
   never carried across alpha); a column with a nonzero value that 2 decimals would print as 0 keeps 3 significant
   digits (0.000123 stays 0.000123); every other float column gets the fewest decimals, up to 2, that show its values
   after rounding to 2 (a column of 2.1 and 0.75 prints 2.10 and 0.75; 2400.000 prints 2400);
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from IPython import get_ipython
 
-from repro.core.wording import p_text
+from repro.verdicts.wording import p_text
 
 MAX_DECIMALS = 2
 VERDICT_COLUMNS = ("verdict", "verdict at our scale")

@@ -37,12 +37,9 @@ from repro.autoregembed.experiments.scores import autoreg_embedder_from, score_i
 from repro.autoregembed.train import run_spec
 from repro.core.embedder import CachedEmbedder, MappedEmbedder
 from repro.core.encode import EncodeConfig
-from repro.core.run_units import run_comparison
 from repro.core.scoring import evaluate_per_task, records_frame, stored_per_task
-from repro.core.seeds import ONE_RUN_PREFIX
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
-from repro.core.verdicts import INCONCLUSIVE, MARGIN, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide
 from repro.crosspaper.leaderboard import paper2_tokenization, paper3_configs
 from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED, fmt_p
 from repro.embedfilter.filters import filters_for, parse_variant
@@ -50,6 +47,9 @@ from repro.pooling_attention.converged import SEEDS, converged_scores
 from repro.recipes.recipe import TRAINED_RECIPES, parse_recipe
 from repro.recipes.recipes import evaluate_recipe, evaluated_scores, recipe_scores, sweep_command
 from repro.store.identity import config_identity
+from repro.verdicts.rule import INCONCLUSIVE, MARGIN, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide
+from repro.verdicts.run_units import run_comparison
+from repro.verdicts.seeds import ONE_RUN_PREFIX
 
 SUITE = "compact"
 # (question, base recipe, combined recipe); the first two are the combinations, the last two their reference
@@ -95,7 +95,7 @@ def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str,
 
 def prompt_row(backbone: str = "smollm2-135m", suite: str = SUITE, seeds=SEEDS) -> dict:
     """Model 1 trained with PromptEOL vs without a prompt on the seeds both have: the per-task means over those
-    seeds for the table, and the verdict with the training runs as units (:func:`repro.core.run_units.run_comparison`,
+    seeds for the table, and the verdict with the training runs as units (:func:`repro.verdicts.run_units.run_comparison`,
     Welch on per-run means; one run a side gives no verdict)."""
     plain, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite)
     prompted, _ = converged_scores(backbone, [PROMPT_MODEL], seeds, suite, prompt=PROMPT)

@@ -14,7 +14,7 @@ Each row's per-task scores come from the store its method writes to:
 :func:`leaderboard_scores` gathers them (:func:`leaderboard_runs` keeps each training run); :func:`missing_rows`
 lists what a full row still lacks and the command that computes it; :func:`ranked` gives category means, the
 overall mean and, for each method, the ranks it is significantly above and those it is not separated from (every
-pair tested, Holm-corrected, trained methods with their runs as units: :mod:`repro.core.ranking`).
+pair tested, Holm-corrected, trained methods with their runs as units: :mod:`repro.verdicts.ranking`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from repro.autoregembed.experiments.cli import command_for
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
 from repro.autoregembed.experiments.scores import score_identity
-from repro.core.ranking import all_pairs, separated_from
-from repro.core.run_units import same_model
 from repro.core.scoring import records_frame, stored_per_task
 from repro.core.tasks import TASKS
 from repro.embedfilter.sweep import stored_scores
@@ -41,6 +39,8 @@ from repro.recipes.recipes import sweep_command
 from repro.store.results import all_results
 from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
 from repro.training.evaluation import score_identity as trained_score_identity
+from repro.verdicts.ranking import all_pairs, separated_from
+from repro.verdicts.run_units import same_model
 
 SUITE = "compact"
 CATEGORIES = ["STS", "Classification", "Clustering", "PairClassification", "Retrieval"]
@@ -330,7 +330,7 @@ def missing_rows(scores: pd.DataFrame, rows: pd.DataFrame, run_hours: float | No
 def ranked(scores: pd.DataFrame, complete_only: bool = True, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Category means and the overall mean over tasks (seed-averaged ``scores``), in rank order, and for each
     method the ranks it is significantly above and those it is not separated from: every pair tested
-    (:func:`repro.core.ranking.all_pairs`: runs as units for trained methods, tasks for deterministic ones) with
+    (:func:`repro.verdicts.ranking.all_pairs`: runs as units for trained methods, tasks for deterministic ones) with
     Holm's correction over all pairs. ``runs``: the per-seed rows (:func:`leaderboard_runs`; default: every
     method deterministic). ``complete_only``: rank only methods with every task of the suite."""
     columns = ["tasks", "mean", *CATEGORIES, "rank", "above (Holm)", "not separated from"]

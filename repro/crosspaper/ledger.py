@@ -3,7 +3,7 @@ results of the page that tests it (the pages' own parameters, :mod:`repro.pages.
 
 Two levels. A **comparison** row (:func:`claims_ledger`) is one test: a statement's two sides in one category, on
 one backbone or run, with its raw p and the Benjamini-Hochberg p adjusted over every current comparison of the
-ledger as one family; its verdict is decided at the adjusted p (:mod:`repro.core.verdicts`). A **statement**
+ledger as one family; its verdict is decided at the adjusted p (:mod:`repro.verdicts.rule`). A **statement**
 (:func:`statements`) is one sentence of a paper, in its words, with one verdict from its comparisons: supported if
 every comparison is, contradicted if any is, inconclusive otherwise (a statement of existence, "not always",
 is supported by any one). Statements are tiered: **headline** (the abstract and main tables) and **ablation**
@@ -16,16 +16,14 @@ or from the claim text the claims module gives.
 from __future__ import annotations
 
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
-from repro.core.comparison import with_adjusted_p
 from repro.core.suites import suite_caps_text
-from repro.core.verdicts import is_tested
 from repro.crosspaper.combinations import combination_table
 from repro.crosspaper.combinations import ledger_rows as combination_rows
 from repro.crosspaper.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, from_claims, statement_of
 from repro.crosspaper.registry import page_overrides, papers
 from repro.pages.parameters import page_parameters
+from repro.verdicts.multiplicity import holm_within, with_adjusted_p
 
 # the ledger's public names: its own, and the schema's that the pages read from here
 __all__ = ["ABLATION", "COLUMNS", "HEADLINE", "NOT_QUOTED", "PAPERS", "adjusted", "all_comparisons", "claims_ledger",
@@ -42,32 +40,29 @@ def all_comparisons(profile: str = "standard", recompute: bool = False, pages: d
                      + [combination_rows(combination_table())], ignore_index=True)
 
 
+LEDGER_NAMES = {"verdict": "verdict", "difference": "ours", "comparison": "compared", "category": "scale",
+                "paired": "statistic", "adjusted": "p (BH)"}  # the ledger's columns in the engine's terms
+
+
 def adjusted(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with "p (BH)": Benjamini-Hochberg over every tested row as one family, and each tested verdict
-    decided again at its adjusted p (:func:`repro.core.comparison.with_adjusted_p`)."""
-    frame = rows.rename(columns={"verdict": "verdict at our scale", "ours": "difference"})
-    # one key per test (repro.core.comparison._test_keys): the two compared sides in the claim's brackets, in either
-    # order ("[STS, 5 vs 1]"), the scale and the statistic; never the claim text, which differs between the
+    decided again at its adjusted p (:func:`repro.verdicts.multiplicity.with_adjusted_p`, in the ledger's column
+    names), then Holm within each statement (:func:`with_holm`)."""
+    # one key per test (repro.verdicts.multiplicity._test_keys): the two compared sides in the claim's brackets, in
+    # either order ("[STS, 5 vs 1]"), the scale and the statistic; never the claim text, which differs between the
     # statements that read one test (e.g. "a better than b" and "b no gain over a")
-    frame = frame.assign(comparison=frame["claim"].map(_compared), category=frame["scale"],
-                         paired=frame["statistic"], **{"p": frame["p"].astype(float)})
-    out = with_adjusted_p(frame).rename(columns={"verdict at our scale": "verdict", "difference": "ours",
-                                                 "p (BH-adjusted)": "p (BH)"})
-    return with_holm(out.drop(columns=["comparison", "category", "paired"]))
+    frame = rows.assign(compared=rows["claim"].map(_compared), p=rows["p"].astype(float))
+    return with_holm(with_adjusted_p(frame, LEDGER_NAMES).drop(columns="compared"))
 
 
 def with_holm(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` plus "p (Holm in statement)": Holm's adjustment of the raw p over the tested comparisons of each
-    statement (statsmodels ``multipletests``). A statement is contradicted only by a comparison contradicted at
-    both its ledger-wide BH p and this p, and a statement of existence supported only by one supported at both
-    (:func:`repro.crosspaper.statements.statements`): "contradicted if any" and "supported by any" are unions of
-    tests, so they are corrected within the statement; "supported if all" (an intersection-union test) needs no
-    correction."""
-    out = rows.assign(**{"p (Holm in statement)": float("nan")})
-    tested = out["verdict"].map(is_tested) & out["p"].notna()
-    for _, part in out[tested].groupby([out["paper"], out["claim"].map(statement_of)], sort=False):
-        out.loc[part.index, "p (Holm in statement)"] = multipletests(part["p"].astype(float), method="holm")[1]
-    return out
+    statement (:func:`repro.verdicts.multiplicity.holm_within`). A statement is contradicted only by a comparison
+    contradicted at both its ledger-wide BH p and this p, and a statement of existence supported only by one
+    supported at both (:func:`repro.crosspaper.statements.statements`): "contradicted if any" and "supported by any"
+    are unions of tests, so they are corrected within the statement; "supported if all" (an intersection-union test)
+    needs no correction."""
+    return holm_within(rows, [rows["paper"], rows["claim"].map(statement_of)])
 
 
 def _compared(claim: str) -> str:

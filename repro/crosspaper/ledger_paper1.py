@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.comparison import claims_table, per_task_scores
-from repro.core.seeds import one_seed, seeded_claims
-from repro.core.verdicts import INCONCLUSIVE, adjusted_verdict
 from repro.crosspaper.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, fmt_p, from_claims
 from repro.pages.parameters import page_parameters
 from repro.pooling_attention.claims import (
@@ -24,6 +21,9 @@ from repro.pooling_attention.converged import converged_scores
 from repro.pooling_attention.layer_similarity import layer_correlation
 from repro.pooling_attention.layerwise import layerwise
 from repro.pooling_attention.trained import CAP, converged_config, evaluate_models
+from repro.verdicts.comparison import claims_table, per_task_scores
+from repro.verdicts.rule import INCONCLUSIVE, adjusted_verdict
+from repro.verdicts.seeds import one_seed, seeded_claims
 
 LAST_LAYER = "the last layer is not always the best (Figure 2)"
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from repro.core.backbones import LazyBackbone
-from repro.core.comparison import DISAGREE, claims_table
 from repro.core.stats import UNSETTLED
-from repro.core.verdicts import INCONCLUSIVE, adjusted_verdict, statement_verdict
 from repro.crosspaper.ledger_schema import (
     ABLATION,
     COLUMNS,
@@ -36,6 +34,8 @@ from repro.embedfilter.search_cost import search_cost
 from repro.embedfilter.sweep import parse_run, stored_scores, sweep_scores
 from repro.embedfilter.vocab_lens import removed_band_alignment, vocabulary_probe
 from repro.pages.parameters import page_parameters
+from repro.verdicts.comparison import DISAGREE, claims_table
+from repro.verdicts.rule import INCONCLUSIVE, adjusted_verdict, statement_verdict
 
 
 def _quoted_gain(prompt: str, variant: str, sign: int = 1) -> str:
@@ -129,7 +129,7 @@ def main_table_rows(main: dict, current: bool = True, recompute: bool = False, l
 
 def edge_task_differences(profile: str = "standard", recompute: bool = False) -> pd.DataFrame:
     """Per backbone x prompt x task of the main table's current scope: edge/2 minus raw (x100), the per-task
-    differences Paper 2's Wilcoxon tests read (their spread calibrates that test, :mod:`repro.core.calibration`)."""
+    differences Paper 2's Wilcoxon tests read (their spread calibrates that test, :mod:`repro.verdicts.calibration`)."""
     scores, _ = _page_sweep(page_parameters("p2_main_table", profile), recompute, {})
     per_task = scores.groupby(["backbone", "prompt", "task", "variant"])["main_score"].mean().unstack("variant")
     return ((per_task["edge/2"] - per_task["raw"]) * 100).rename("difference").dropna().reset_index()

@@ -17,8 +17,6 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.autoregembed.objective_cost import objective_costs
-from repro.core.comparison import per_task_scores
-from repro.core.seeds import one_seed, seeded_claims
 from repro.crosspaper.ledger_schema import (
     ABLATION,
     COLUMNS,
@@ -30,6 +28,8 @@ from repro.crosspaper.ledger_schema import (
 )
 from repro.crosspaper.registry import page_overrides
 from repro.pages.parameters import page_parameters
+from repro.verdicts.comparison import per_task_scores
+from repro.verdicts.seeds import one_seed, seeded_claims
 
 
 def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[str, dict] | None = None

@@ -1,5 +1,5 @@
 """The claims ledger's row schema (:data:`COLUMNS`), its tiers and papers, and :func:`from_claims`, which turns a
-claims module's rows (the shared claims schema of :func:`repro.core.verdicts.claim_row`) into ledger rows; shared by
+claims module's rows (the shared claims schema of :func:`repro.verdicts.rule.claim_row`) into ledger rows; shared by
 :mod:`repro.crosspaper.ledger` and the per-paper row builders (:mod:`repro.crosspaper.ledger_paper2`)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from repro.core.verdicts import MARGINS, TASKS_TEST
-from repro.core.wording import p_text
 from repro.crosspaper.registry import REGISTRY
+from repro.verdicts.rule import MARGINS, TASKS_TEST
+from repro.verdicts.wording import p_text
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",
@@ -43,7 +43,7 @@ def fmt_p(p) -> str:
 
 def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: str | None = None,
                  quoted: pd.Series | None = None, tier: str = HEADLINE, current: bool = True) -> pd.DataFrame:
-    """Rows of a :func:`repro.core.comparison.claims_table`-shaped frame (the shared claim schema); ``test``
+    """Rows of a :func:`repro.verdicts.comparison.claims_table`-shaped frame (the shared claim schema); ``test``
     defaults to each row's own test name; ``current`` False marks a superseded run's rows (history)."""
     if claims.empty:
         return pd.DataFrame(columns=COLUMNS)

@@ -1,16 +1,16 @@
 """The declared margins by metric family, beside what justifies them: the run-to-run SD of a design's category mean
 measured on the stored converged runs (Paper 1's five designs on its first backbone, under the budget rule), as the
-glossary and the ledger page show them. The margins themselves are declared in :mod:`repro.core.verdicts`
-(:data:`~repro.core.verdicts.MARGINS`); this module only reads the stored runs to show them beside their reasons."""
+glossary and the ledger page show them. The margins themselves are declared in :mod:`repro.verdicts.rule`
+(:data:`~repro.verdicts.rule.MARGINS`); this module only reads the stored runs to show them beside their reasons."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.verdicts import MARGIN, MARGIN_REASONS, MARGINS, METRICS, margin_for
 from repro.crosspaper.ledger_paper2 import edge_task_differences
 from repro.pooling_attention.claims import TABLE_CLAIMS
 from repro.pooling_attention.converged import converged_scores
+from repro.verdicts.rule import MARGIN, MARGIN_REASONS, MARGINS, METRICS, margin_for
 
 MODELS = (1, 2, 3, 4, 5)
 
@@ -49,7 +49,7 @@ def margins_table(backbone: str = "smollm2-135m") -> pd.DataFrame:
 
 
 def measured_spreads(backbone: str = "smollm2-135m", profile: str = "standard") -> list[dict]:
-    """The spreads the engine's calibration by test type simulates (:func:`repro.core.calibration.
+    """The spreads the engine's calibration by test type simulates (:func:`repro.verdicts.calibration.
     calibration_by_test`), measured on the stored results: for the runs tests, the pairs of Paper 1's converged
     designs its statements compare, in the category they compare them on (the pair with the smallest SDs, the
     most unequal pair and the pair with the largest SDs); for the Wilcoxon over tasks, the SD of Paper 2's per-task

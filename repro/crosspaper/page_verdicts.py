@@ -1,5 +1,5 @@
 """One verdict per comparison, book-wide: a page's claims rows (the shared claims schema of
-:func:`repro.core.verdicts.claim_row`) with the verdict the claims ledger decided for the same comparison (BH over
+:func:`repro.verdicts.rule.claim_row`) with the verdict the claims ledger decided for the same comparison (BH over
 the whole ledger, :func:`repro.crosspaper.ledger.claims_ledger`), never a second one decided over the page or at
 the raw p. A row is matched to the ledger by its page, its claim in the ledger's words (claim and bracketed
 comparison, :func:`repro.crosspaper.ledger_schema.from_claims`) and its difference; a row the ledger does not hold

@@ -9,7 +9,11 @@ import re
 
 import pandas as pd
 
-from repro.core.verdicts import (
+from repro.crosspaper.ledger import all_comparisons, claims_ledger, statement_of
+from repro.crosspaper.ledger_paper1 import LAST_LAYER
+from repro.pooling_attention.claims import SENTENCES
+from repro.store.results import all_results
+from repro.verdicts.rule import (
     ALPHA,
     CONTRADICTED,
     INCONCLUSIVE,
@@ -20,10 +24,6 @@ from repro.core.verdicts import (
     is_tested,
     statement_verdict,
 )
-from repro.crosspaper.ledger import all_comparisons, claims_ledger, statement_of
-from repro.crosspaper.ledger_paper1 import LAST_LAYER
-from repro.pooling_attention.claims import SENTENCES
-from repro.store.results import all_results
 
 ANY = {LAST_LAYER}  # statements of existence: supported by any one of their comparisons
 FEW_TASKS = 3  # a category statement resting on this many tasks or fewer says so in its verdict
@@ -31,7 +31,7 @@ FEW_TASKS = 3  # a category statement resting on this many tasks or fewer says s
 
 def statements(ledger: pd.DataFrame) -> pd.DataFrame:
     """One row per paper statement: its tier, its comparisons, the range of their differences (a model against
-    itself left out: its 0 is no measurement), the adjusted p that decides it (:func:`_deciding_p`), and one verdict (:func:`repro.core.verdicts.statement_verdict`; a statement of :data:`ANY` is
+    itself left out: its 0 is no measurement), the adjusted p that decides it (:func:`_deciding_p`), and one verdict (:func:`repro.verdicts.rule.statement_verdict`; a statement of :data:`ANY` is
     supported by any one supported comparison)."""
     rows = []
     frame = ledger.assign(statement=ledger["claim"].map(statement_of))

@@ -13,8 +13,8 @@ import pandas as pd
 from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 from repro.core.tasks import read_task
-from repro.core.verdicts import claim_row
 from repro.embedfilter.sweep import stored_pair_similarities
+from repro.verdicts.rule import claim_row
 
 
 def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
@@ -143,7 +143,7 @@ def _frequency_test(name: str, difference: float, p, units: str) -> dict:
 
 def frequency_claims(probes: dict) -> pd.DataFrame:
     """The paper's vocabulary-space diagnosis, tested per backbone on :func:`repro.embedfilter.vocab_lens.
-    vocabulary_probe` records, in the shared claims schema (:func:`repro.core.verdicts.claim_row`), three
+    vocabulary_probe` records, in the shared claims schema (:func:`repro.verdicts.rule.claim_row`), three
     comparisons a backbone must all pass:
 
     * raw embeddings are frequency-aligned: Spearman(average logit, log corpus frequency) over tokens is above 0

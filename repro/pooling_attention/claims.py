@@ -9,12 +9,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from repro.core.comparison import claims_table
 from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman
 from repro.core.tasks import read_task
-from repro.core.verdicts import claim_row, tasks_test
 from repro.pooling_attention.layerwise import pair_similarities, stored_records
+from repro.verdicts.comparison import claims_table
+from repro.verdicts.rule import claim_row, tasks_test
 
 CATEGORIES = [None, "STS", "Classification", "Clustering", "PairClassification", "Retrieval"]  # None: all tasks
 POOLING_PAIRS = [(2, 1), (3, 1), (3, 2), (5, 4)]  # Table 3: trainable / multi-layer pooling
@@ -188,7 +188,7 @@ def layer_similarity_claims(matrices: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Figure 1 in a testable form, per backbone (``matrices``: backbone -> the stored rows of
     :func:`repro.pooling_attention.layer_similarity.layer_correlation`): for each anchor layer i (layers with a
     defined CKA), linear CKA x100 of layers i and i+1 against layers i and i + ceil(L/2); the anchors are the units
-    (deterministic states: a Wilcoxon over anchors, :func:`repro.core.verdicts.tasks_test`)."""
+    (deterministic states: a Wilcoxon over anchors, :func:`repro.verdicts.rule.tasks_test`)."""
     rows = []
     for backbone, frame in matrices.items():
         cka = frame[frame["measure"] == "linear_cka"].pivot_table(index="layer_i", columns="layer_j", values="value")

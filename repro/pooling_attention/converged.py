@@ -4,8 +4,8 @@ each task, and budget curves (read from the result store only; nothing is traine
 * :func:`converged_scores`: per-task scores (x100) of every stored (model, seed) run, with its stored records
   (for the in-task tests) and :func:`run_table`: each run's stopping step, selected step, examples, tokens and
   CPU time.
-* The seed spread and the verdicts, with the training runs as units, are :mod:`repro.core.seeds`'s.
-* :func:`repro.core.seeds.in_task_tests`: per task, the paired test of two models' stored scores of the same seed
+* The seed spread and the verdicts, with the training runs as units, are :mod:`repro.verdicts.seeds`'s.
+* :func:`repro.verdicts.seeds.in_task_tests`: per task, the paired test of two models' stored scores of the same seed
   inside the task (pairs, queries, examples, documents).
 * :func:`budget_curve`: scores at the budget grid (small suite); :mod:`repro.training.budget_curves` compares two
   curves at each budget (Wilcoxon over tasks, and the in-task tests counted).

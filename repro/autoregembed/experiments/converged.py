@@ -5,8 +5,8 @@ baseline, each comparison with its paired tests.
 * :func:`selected_configs`: each side's dev-selected configuration (None while its search is incomplete).
 * :func:`final_scores`: per-task scores (x100) of the selected configurations at every stored seed, beside
   compression only. There is one stage 1, so compression only has one set of weights: its scores stand at every
-  seed of AutoRegEmbed and count as one run (:func:`repro.core.run_units.distinct_runs`); the claims are tested
-  with the runs as units (:func:`repro.core.seeds.seeded_claims`), a run's unit being its stage 1 (``unit``).
+  seed of AutoRegEmbed and count as one run (:func:`repro.verdicts.run_units.distinct_runs`); the claims are tested
+  with the runs as units (:func:`repro.verdicts.seeds.seeded_claims`), a run's unit being its stage 1 (``unit``).
 * A seed whose run dev-selects step 0 (stage 2 lowered dev from its first update) *is* its stage 1: its final
   weights are the ones it started from (checked: same digest), so its scores are compression only's, read from
   their key and never recomputed under another (:func:`selects_start`, :func:`start_selected_seeds`). Its

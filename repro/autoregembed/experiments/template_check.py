@@ -39,11 +39,11 @@ from repro.autoregembed.experiments import converged
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
 from repro.autoregembed.experiments.search import base_config
 from repro.core.scoring import stored_per_task
-from repro.core.verdicts import MARGIN, claim_row, decide, runs_test, tasks_test
-from repro.core.wording import p_text
 from repro.store.runs import ensure_trained
 from repro.training import budget
 from repro.training.budget_curves import task_frame
+from repro.verdicts.rule import MARGIN, claim_row, decide, runs_test, tasks_test
+from repro.verdicts.wording import p_text
 
 SEED = 0
 CUT_VARIANT = "official, head and tail"  # the official template with the book's head-and-tail cut (stage 1 only)
@@ -164,7 +164,7 @@ def alignment_under_official(runs: pd.DataFrame) -> pd.DataFrame:
     """Tables 1-2's "alignment improves on compression only" under the official template, per category (STS,
     retrieval), in the claims schema. Every stage-2 seed here starts from the one stage 1 (:func:`official_runs`),
     and compression only is that stage 1: one independent training run a side, so the row is untestable
-    (:func:`repro.core.verdicts.runs_test`); its difference is the seeds' mean minus compression only."""
+    (:func:`repro.verdicts.rule.runs_test`); its difference is the seeds' mean minus compression only."""
     rows = []
     for category in ("STS", "Retrieval"):
         part = runs[runs.category == category]

@@ -1,6 +1,6 @@
 """The training run as the unit of a comparison: copies of one run counted once (:func:`distinct_runs`), the runs
 that share an upstream model as one run, per-run means over a category's shared tasks (:func:`per_run_means`), the
-run-level test of two designs (:func:`run_comparison`, :func:`repro.core.verdicts.runs_test`) and its mixed-model
+run-level test of two designs (:func:`run_comparison`, :func:`repro.verdicts.rule.runs_test`) and its mixed-model
 sensitivity check (:func:`mixedlm_p`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
 
-from repro.core.verdicts import margin_for, runs_test
+from repro.verdicts.rule import margin_for, runs_test
 
 
 def distinct_runs(frame: pd.DataFrame, key: str = "model") -> pd.DataFrame:

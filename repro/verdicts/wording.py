@@ -1,15 +1,15 @@
 """How the book words its statistics, the same on every page: a p-value (:func:`p_text`) and the declared margins
-(:func:`margins_sentence`, from :data:`repro.core.verdicts.MARGINS`)."""
+(:func:`margins_sentence`, from :data:`repro.verdicts.rule.MARGINS`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from repro.core.verdicts import ALPHA, MARGINS
+from repro.verdicts.rule import ALPHA, MARGINS
 
 
 def margins_sentence() -> str:
-    """The declared margins in words, from :data:`~repro.core.verdicts.MARGINS`: "±1 point x100 (±2 for Retrieval)"."""
+    """The declared margins in words, from :data:`~repro.verdicts.rule.MARGINS`: "±1 point x100 (±2 for Retrieval)"."""
     usual = max(set(MARGINS.values()), key=list(MARGINS.values()).count)
     others = ", ".join(f"±{m:g} for {c}" for c, m in MARGINS.items() if m != usual)
     return f"±{usual:g} point x100" + (f" ({others})" if others else "")

@@ -11,19 +11,16 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import false_discovery_control, kendalltau
+from scipy.stats import kendalltau
 
 from repro.core.stats import UNSETTLED, min_attainable_p, paired_bootstrap_mean, wilcoxon_over_tasks
-from repro.core.verdicts import (
+from repro.verdicts.rule import (
     EXPECTATIONS,
-    MARGIN,
     POWER,
-    adjusted_verdict,
     ci_text,
     claim_p,
     claim_test_name,
     decide,
-    is_tested,
     margin_for,
     margin_side,
     tasks_test,
@@ -133,9 +130,9 @@ DISAGREE = "inconclusive (the mean difference and the signed ranks disagree)"
 
 def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = None, expected: str = "better") -> dict:
     """A paper's claim about deterministic methods ``a`` vs ``b`` in ``category`` (None: every row of ``wide``),
-    judged by :mod:`repro.core.verdicts` with the tasks as units: the Wilcoxon over tasks for a gain ("better",
+    judged by :mod:`repro.verdicts.rule` with the tasks as units: the Wilcoxon over tasks for a gain ("better",
     "worse"), the paired t TOST over tasks against the declared margin for "no gain" and "equal". Trained methods
-    are judged with their runs as units instead (:func:`repro.core.seeds.seeded_claims`). A significant Wilcoxon
+    are judged with their runs as units instead (:func:`repro.verdicts.seeds.seeded_claims`). A significant Wilcoxon
     whose mean difference has not the sign of its signed ranks settles no direction: :data:`DISAGREE`."""
     if expected not in EXPECTATIONS:
         raise ValueError(f"unknown expectation '{expected}'; valid: {', '.join(EXPECTATIONS)}")
@@ -161,45 +158,3 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
 def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     """One :func:`claim_verdict` row per ``(claim, a, b, category, expected)``."""
     return pd.DataFrame([claim_verdict(wide, *claim) for claim in claims]).drop(columns="_test", errors="ignore")
-
-
-def _test_keys(rows: pd.DataFrame, column: str = "p") -> list[tuple] | None:
-    """One key per row naming the test it reads: the two compared models in either order, the category, the
-    paired units, the p-value and the size of the difference (rows of different pages or scales that compare the
-    same models differ in these); None without a comparison and a category to key on."""
-    if not {"comparison", "category"} <= set(rows):
-        return None
-    size = rows["difference"].abs().round(9) if "difference" in rows else pd.Series(0.0, index=rows.index)
-    paired = rows["paired"] if "paired" in rows else pd.Series(0, index=rows.index)
-    return [(tuple(sorted(str(c).split(" vs "))), str(cat), n, round(float(p), 12), d)
-            for c, cat, n, p, d in zip(rows["comparison"], rows["category"], paired, rows[column], size)]
-
-
-def _margin(row) -> float:
-    """A row's declared margin: its own ``margin`` (a statistic that is not a score, e.g. a correlation, declares
-    0), else the engine's :data:`repro.core.verdicts.MARGIN`."""
-    margin = row.get("margin", np.nan)
-    return MARGIN if margin is None or pd.isna(margin) else float(margin)
-
-
-def with_adjusted_p(claims: pd.DataFrame) -> pd.DataFrame:
-    """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
-    (scipy.stats.false_discovery_control) over the distinct tests the rows read (not untestable, missing or a model
-    against itself), and each tested row's verdict decided again at its adjusted p
-    (:func:`repro.core.verdicts.adjusted_verdict`). Statements that read one test (the same two models, category,
-    units and result, e.g. "a better than b" and "b no gain over a") count it once and share its adjusted p."""
-    out = claims.copy()
-    column = "p" if "p" in out else "p (Wilcoxon)"
-    tested = out["verdict at our scale"].map(is_tested) & out[column].notna()
-    out["p (BH-adjusted)"] = np.nan
-    if tested.any():
-        rows = out.loc[tested]
-        keys = _test_keys(rows, column) or list(range(len(rows)))
-        tests = dict(zip(keys, rows[column].astype(float)))  # one p per distinct test
-        adjusted = dict(zip(tests, false_discovery_control(list(tests.values()))))
-        out.loc[tested, "p (BH-adjusted)"] = [adjusted[k] for k in keys]
-        if {"expected", "difference"} <= set(out):
-            out.loc[tested, "verdict at our scale"] = [
-                adjusted_verdict(r["verdict at our scale"], r["expected"], r["difference"], r.get("margin side"),
-                                 r["p (BH-adjusted)"], margin=_margin(r)) for _, r in out.loc[tested].iterrows()]
-    return out

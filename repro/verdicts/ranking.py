@@ -20,10 +20,10 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 from scipy.stats import friedmanchisquare
-from statsmodels.stats.multitest import multipletests
 
-from repro.core.run_units import distinct_runs
-from repro.core.verdicts import ALPHA, runs_test, tasks_test
+from repro.verdicts.multiplicity import holm
+from repro.verdicts.rule import ALPHA, runs_test, tasks_test
+from repro.verdicts.run_units import distinct_runs
 
 NOT_SEPARATED = "not separated"
 UNTESTED = "untested (one training run)"
@@ -72,7 +72,7 @@ def all_pairs(frame: pd.DataFrame, methods: list | None = None, alpha: float = A
     tested = rows["p"].notna()
     rows["p (Holm)"] = np.nan
     if tested.any():
-        rows.loc[tested, "p (Holm)"] = multipletests(rows.loc[tested, "p"], method="holm")[1]
+        rows.loc[tested, "p (Holm)"] = holm(rows.loc[tested, "p"])
     rows["outcome"] = [UNTESTED if pd.isna(q) else NOT_SEPARATED if q >= alpha else
                        "first above" if d > 0 else "second above" for q, d in zip(rows["p (Holm)"], rows["difference"])]
     return rows

@@ -1,5 +1,5 @@
 """Verdicts over training runs: the seed spread, seed-averaged scores (descriptive), claims judged with the runs as
-units (:mod:`repro.core.verdicts`), and the paired tests inside each task at a shared seed.
+units (:mod:`repro.verdicts.rule`), and the paired tests inside each task at a shared seed.
 
 Frames are long: one row per (model, seed, task) with ``category`` and ``score`` (x100). A claim about trained
 methods is tested with each training run as a replicate (Welch's t-test on per-run means); one run per method gives
@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from repro.core.paired import lacks_units, paired_test
-from repro.core.run_units import mixedlm_p, run_comparison
 from repro.core.tasks import TASKS
-from repro.core.verdicts import claim_row, is_tested
+from repro.verdicts.rule import claim_row, is_tested
+from repro.verdicts.run_units import mixedlm_p, run_comparison
 
 
 def seed_spread(frame: pd.DataFrame) -> pd.DataFrame:
@@ -54,7 +54,7 @@ def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
 
 def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
     """Each ``(claim, a, b, category, expected)`` about trained methods, judged with the training runs as units
-    (:func:`repro.core.run_units.run_comparison`: Welch's t-test on the per-run means over the category's tasks, and
+    (:func:`repro.verdicts.run_units.run_comparison`: Welch's t-test on the per-run means over the category's tasks, and
     the margin tests for "no gain" / "equal"). ``seeds``: the fewer of the two models' runs; ``seeds
     (first/second)``: both; ``seed spread``: the larger of the two SDs over runs of the per-run mean (descriptive)."""
     rows = []

@@ -1,5 +1,5 @@
 """The verdict engine checked by simulation: its null rate and power at variance components like the ones measured
-here (:mod:`repro.core.verdicts` decides; this module only simulates what it would decide), stored once for the
+here (:mod:`repro.verdicts.rule` decides; this module only simulates what it would decide), stored once for the
 ledger page."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from repro.core.derived import stored_statistic
-from repro.core.verdicts import (
+from repro.verdicts.rule import (
     ALPHA,
     CONTRADICTED,
     DECIDED,

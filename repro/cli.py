@@ -28,22 +28,19 @@ import logging
 import os
 import sys
 
+from repro.crosspaper.registry import papers
 from repro.store.paths import offline
 
 # what a user's input raises (an unknown page, task or recipe, a parameter of the wrong type, a missing or unreadable
 # file); anything else is a bug and keeps its traceback
 INPUT_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, UnicodeDecodeError, KeyError)
 
-COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function")
+COMMANDS = {  # name -> module whose main(argv) runs it (or "module:function"); each paper's come from the registry
     "build": "repro.book.build",
-    "train": "repro.pooling_attention.trained",
     "train-only": "repro.training.contrastive",
-    "autoreg": "repro.autoregembed.experiments.cli",
-    "embedfilter": "repro.embedfilter.sweep",
-    "layerwise": "repro.pooling_attention.layerwise",
+    **{name: target for paper in papers() for name, target in paper.commands},
     "evaluate": "repro.recipes.recipes:evaluate_main",
     "harness": "repro.core.reference",
-    "objective-cost": "repro.autoregembed.objective_cost",
     "report": "repro.book.report",
     "recipes": "repro.recipes.recipes",
     "encode": "repro.recipes.recipes:encode_main",

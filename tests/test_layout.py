@@ -295,6 +295,7 @@ def test_every_current_figure_is_captioned_in_the_cell_that_draws_it():
 
 
 def test_every_registered_paper_has_its_package_and_pages():
+    from repro.cli import COMMANDS
     from repro.pages.parameters import NOTEBOOKS
 
     for paper in papers():
@@ -302,6 +303,8 @@ def test_every_registered_paper_has_its_package_and_pages():
         assert (package / "__init__.py").read_text().startswith('"""'), f"{paper.package} states what it holds"
         assert set(paper.pages) <= set(NOTEBOOKS) and paper.summary.endswith("_summary"), paper.pages
         assert set(paper.ledger_pages) <= set(paper.pages)
+        # its commands are the `repro` command's, run by a module of its own package
+        assert all(COMMANDS[name] == target and target.startswith(paper.package) for name, target in paper.commands)
 
 
 def test_a_toy_fourth_paper_registers_and_its_statements_reach_the_ledger(monkeypatch):

@@ -15,10 +15,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import import_module
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from repro.pages.parameters import page_parameters
+
+if TYPE_CHECKING:  # type hints only: the `repro` command reads the registry and need not load pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Paper:
     pages: tuple[str, ...]  # its book pages, its summary first
     rows: str | Callable[..., pd.DataFrame]  # (profile, recompute[, pages]) -> ledger comparison rows
     ledger_pages: tuple[str, ...] = ()  # its pages whose parameters the ledger may take others for
+    commands: tuple[tuple[str, str], ...] = ()  # its `repro` commands: (name, "module[:function]" running it)
 
     @property
     def summary(self) -> str:
@@ -51,14 +54,18 @@ class Paper:
 REGISTRY: dict[int, Paper] = {paper.number: paper for paper in (
     Paper(1, "Pooling and Attention (Tang & Yang, arXiv 2409.02727)", "repro.pooling_attention",
           ("p1_summary", "p1_layer_correlation", "p1_layerwise_mteb", "p1_train", "p1_tables", "p1_converged",
-           "p1_robustness"), "repro.crosspaper.ledger_paper1:paper1_rows"),
+           "p1_robustness"), "repro.crosspaper.ledger_paper1:paper1_rows",
+          commands=(("train", "repro.pooling_attention.trained"), ("layerwise", "repro.pooling_attention.layerwise"))),
     Paper(2, "EmbedFilter (Wu et al., arXiv 2606.07502)", "repro.embedfilter",
           ("p2_summary", "p2_main_table", "p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"),
-          "repro.crosspaper.ledger_paper2:paper2_rows", ledger_pages=("p2_main_table", "p2_filter_types")),
+          "repro.crosspaper.ledger_paper2:paper2_rows", ledger_pages=("p2_main_table", "p2_filter_types"),
+          commands=(("embedfilter", "repro.embedfilter.sweep"),)),
     Paper(3, "AutoRegEmbed (Deng et al., arXiv 2502.11401)", "repro.autoregembed",
           ("p3_summary", "p3_tables", "p3_converged", "p3_data_efficiency", "p3_ablations", "p3_memory"),
           "repro.crosspaper.ledger_paper3:paper3_rows",
-          ledger_pages=("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_memory")),
+          ledger_pages=("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_memory"),
+          commands=(("autoreg", "repro.autoregembed.experiments.cli"),
+                    ("objective-cost", "repro.autoregembed.objective_cost"))),
 )}
 
 

@@ -303,3 +303,25 @@ def test_every_command_answers_a_bad_input_with_one_line_no_traceback_and_a_nonz
         assert "Traceback" not in done.stderr, (args, done.stderr[-2000:])
         last = [line for line in done.stderr.splitlines() if line.strip()][-1]
         assert last.startswith("repro") and message in last, (args, last)
+
+
+@pytest.mark.integration
+def test_a_recipe_scored_by_repro_evaluate_equals_the_official_tokenization_sweep(monkeypatch):
+    """`repro evaluate --recipe smollm2-135m/prompteol+edge/2 --suite full --tasks STSBenchmark` (the recipe's default,
+    official tokenization) and the EmbedFilter sweep of the same backbone, prompt and tokenization on the full STS-B
+    test: two paths (an Embedder through the harness; cached states, the filter map, the sweep's scoring), one score.
+    Read from the committed results (the export equals the Embedder: tests/test_export.py)."""
+    from repro.core.backbones import LazyBackbone
+    from repro.embedfilter.sweep import embedfilter_task
+    from repro.recipes import recipes
+    from repro.store.paths import REPO_ROOT
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
+    monkeypatch.setenv("REPRO_COMPUTE", "refuse")  # both must be stored: nothing is computed here
+    recipe = "smollm2-135m/prompteol+edge/2"
+    evaluated = recipes.evaluate_recipe(recipe, "full", ["STSBenchmark"], progress=False)
+    sweep = embedfilter_task(LazyBackbone("smollm2-135m"), "STSBenchmark", "full", "prompteol", ["raw", "edge/2"],
+                             progress=False, tokenization="official")
+    swept = next(r["main_score"] for r in sweep["rows"] if r["variant"] == "edge/2")
+    assert evaluated["main_score"].iloc[0] == pytest.approx(swept, abs=1e-9)
+    assert recipes.recipe_tokenization(recipe) == "official"

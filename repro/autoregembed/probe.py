@@ -25,6 +25,7 @@ from repro.core.stats import paired_bootstrap_mean, wilcoxon_over_tasks
 from repro.store.fingerprint import weights_digest
 from repro.store.results import load_or_compute
 from repro.store.runs import train_or_load
+from repro.verdicts.rule import FIRST_BETTER, SECOND_BETTER
 
 PROBE_EXPERIMENT = "autoreg_probe"
 TERMS = {("p", "q"): "log p(d+|e_q)", ("n", "q"): "log p(d-|e_q)", ("p", "p"): "log p(d+|e_d+)",
@@ -88,7 +89,7 @@ def alignment_probe(config: AlignConfig, examples: int | None = None, recompute:
         rows.append({"quantity": name, BEFORE: before[name].mean(), AFTER: after[name].mean(),
                      "change": test["mean_difference"], "p (Wilcoxon)": test["p"],
                      "95% CI (bootstrap)": f"[{boot['ci_low']:.3f}, {boot['ci_high']:.3f}]",
-                     "test": test["verdict"].replace("first better", "increased in stage 2")
-                     .replace("second better", "decreased in stage 2"),
+                     "test": test["verdict"].replace(FIRST_BETTER, "increased in stage 2")
+                     .replace(SECOND_BETTER, "decreased in stage 2"),
                      "triplets": len(before)})
     return pd.DataFrame(rows).set_index("quantity")

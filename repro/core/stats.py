@@ -15,6 +15,10 @@ def min_attainable_p(n: int) -> float:
 
 
 UNSETTLED = "direction unsettled (significant signed ranks, mean difference of the other sign)"
+# the words the paired tests return (a paired bootstrap's verdict; a Wilcoxon's is prefixed by SIGNIFICANT): the
+# verdict engine (repro.verdicts.rule) re-exports them, and every reader compares against these names
+FIRST_BETTER, SECOND_BETTER, NOT_SIGNIFICANT = "first better", "second better", "not significant"
+SIGNIFICANT = "significant: "
 
 
 def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
@@ -46,9 +50,9 @@ def wilcoxon_over_tasks(a, b, alpha: float = 0.05, unit: str = "tasks") -> dict:
     elif p < alpha and np.sign(out["mean_difference"]) != np.sign(rank_sum):
         verdict = UNSETTLED
     elif p < alpha:
-        verdict = "significant: " + ("first better" if rank_sum > 0 else "second better")
+        verdict = SIGNIFICANT + (FIRST_BETTER if rank_sum > 0 else SECOND_BETTER)
     else:
-        verdict = "not significant"
+        verdict = NOT_SIGNIFICANT
     return out | {"statistic": float(res.statistic), "p": p, "signed_rank_sum": rank_sum, "verdict": verdict}
 
 
@@ -81,7 +85,7 @@ def paired_bootstrap_spearman(gold, sims_a, sims_b, n_resamples: int = 1000, see
     res = stats.bootstrap((gold, a, b), diff, paired=True, vectorized=True, n_resamples=n_resamples,
                           confidence_level=confidence, method="percentile", random_state=seed)
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    verdict = "not significant" if low <= 0 <= high else ("first better" if low > 0 else "second better")
+    verdict = NOT_SIGNIFICANT if low <= 0 <= high else (FIRST_BETTER if low > 0 else SECOND_BETTER)
     return {"test": name, "difference": float(observed), "ci_low": low, "ci_high": high, "verdict": verdict}
 
 
@@ -98,7 +102,7 @@ def paired_bootstrap_mean(a, b, n_resamples: int = 2000, seed: int = 0, confiden
     res = stats.bootstrap((diff,), np.mean, n_resamples=n_resamples, confidence_level=confidence,
                           method="percentile", random_state=seed)
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    verdict = "not significant" if low <= 0 <= high else ("first better" if low > 0 else "second better")
+    verdict = NOT_SIGNIFICANT if low <= 0 <= high else (FIRST_BETTER if low > 0 else SECOND_BETTER)
     return {"test": name, "n": int(len(diff)), "difference": float(diff.mean()), "ci_low": low, "ci_high": high,
             "verdict": verdict}
 
@@ -112,6 +116,6 @@ def paired_bootstrap_statistic(statistic, arrays: tuple, n_resamples: int = 1000
     res = stats.bootstrap(arrays, statistic, paired=True, vectorized=False, n_resamples=n_resamples,
                           confidence_level=confidence, method="percentile", random_state=seed)
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    verdict = "not significant" if low <= 0 <= high else ("first better" if low > 0 else "second better")
+    verdict = NOT_SIGNIFICANT if low <= 0 <= high else (FIRST_BETTER if low > 0 else SECOND_BETTER)
     return {"test": name, "n": int(len(arrays[0])), "difference": observed, "ci_low": low, "ci_high": high,
             "verdict": verdict}

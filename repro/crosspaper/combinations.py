@@ -47,7 +47,18 @@ from repro.pooling_attention.converged import SEEDS, converged_scores
 from repro.recipes.recipe import TRAINED_RECIPES, parse_recipe
 from repro.recipes.recipes import evaluate_recipe, evaluated_scores, recipe_scores, sweep_command
 from repro.store.identity import config_identity
-from repro.verdicts.rule import INCONCLUSIVE, MARGIN, MISSING, RUNS_TEST, TASKS_TEST, adjusted_verdict, decide
+from repro.verdicts.rule import (
+    FIRST_BETTER,
+    INCONCLUSIVE,
+    MARGIN,
+    MISSING,
+    RUNS_TEST,
+    SECOND_BETTER,
+    SIGNIFICANT,
+    TASKS_TEST,
+    adjusted_verdict,
+    decide,
+)
 from repro.verdicts.run_units import run_comparison
 from repro.verdicts.seeds import ONE_RUN_PREFIX
 
@@ -85,7 +96,7 @@ def _compared(row: dict, base: pd.DataFrame, combined: pd.DataFrame, helps: str,
         by = (both["score_combined"] - both["score_base"]).groupby(both["category"]).mean()
         row |= {f"{DELTA}{category}": difference for category, difference in by.items()}
         test = wilcoxon_over_tasks(both["score_combined"], both["score_base"])
-        verdict = {"significant: first better": helps, "significant: second better": hurts,
+        verdict = {SIGNIFICANT + FIRST_BETTER: helps, SIGNIFICANT + SECOND_BETTER: hurts,
                    UNSETTLED: UNSETTLED}.get(test["verdict"], "no significant difference")
         if verdict in (helps, hurts) and abs(test["mean_difference"]) < MARGIN:  # as the ledger's engine says it
             verdict += f", by less than the {MARGIN:g}-point margin"

@@ -14,7 +14,7 @@ from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 from repro.core.tasks import read_task
 from repro.embedfilter.sweep import stored_pair_similarities
-from repro.verdicts.rule import claim_row
+from repro.verdicts.rule import FIRST_BETTER, SECOND_BETTER, SIGNIFICANT, claim_row
 
 
 def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
@@ -48,8 +48,8 @@ def best_variant_tests(scores: pd.DataFrame, candidate: str, others: Sequence[st
     prompt, and a verdict: supported only if it is significantly better than every other one."""
     tests = pd.concat([tests_against(scores, [candidate], other) for other in others if other != candidate],
                       ignore_index=True)
-    better = tests["verdict"].eq(f"significant: {candidate} better")
-    worse = tests["verdict"].str.startswith("significant") & ~better
+    better = tests["verdict"].eq(f"{SIGNIFICANT}{candidate} better")
+    worse = tests["verdict"].str.startswith(SIGNIFICANT) & ~better
     summary = tests.assign(better=better, worse=worse).groupby(["backbone", "prompt"]).agg(
         compared=("against", "size"), significantly_better=("better", "sum"), significantly_worse=("worse", "sum"))
     summary[f"verdict ({candidate} is the best)"] = [
@@ -94,7 +94,7 @@ def bootstrap_against_raw(runs: Sequence[tuple[str, str]], scores: pd.DataFrame,
 
 def bootstrap_summary(boot: pd.DataFrame) -> pd.DataFrame:
     """Per (backbone, prompt, variant): in how many STS tasks the variant is significantly better / worse."""
-    summary = boot.assign(better=boot.verdict.eq("first better"), worse=boot.verdict.eq("second better"))
+    summary = boot.assign(better=boot.verdict.eq(FIRST_BETTER), worse=boot.verdict.eq(SECOND_BETTER))
     summary = summary.groupby(["backbone", "prompt", "variant"])[["better", "worse"]].sum()
     summary["STS tasks"] = boot.groupby(["backbone", "prompt", "variant"]).size()
     return summary.astype(int)

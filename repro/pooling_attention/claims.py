@@ -14,7 +14,7 @@ from repro.core.stats import paired_bootstrap_spearman
 from repro.core.tasks import read_task
 from repro.pooling_attention.layerwise import pair_similarities, stored_records
 from repro.verdicts.comparison import claims_table
-from repro.verdicts.rule import claim_row, tasks_test
+from repro.verdicts.rule import ALPHA, FIRST_BETTER, NOT_SIGNIFICANT, SIGNIFICANT, claim_row, tasks_test
 
 CATEGORIES = [None, "STS", "Classification", "Clustering", "PairClassification", "Retrieval"]  # None: all tasks
 POOLING_PAIRS = [(2, 1), (3, 1), (3, 2), (5, 4)]  # Table 3: trainable / multi-layer pooling
@@ -43,6 +43,7 @@ TABLE_CLAIMS = (
        for a, b in ATTENTION_PAIRS]
     + [("Table 3: bidirectional attention lowers clustering", a, b, "Clustering", "worse") for a, b in ATTENTION_PAIRS]
 )
+
 LAYER_SIMILARITY = "Figure 1: adjacent layers are alike, distant layers are not"
 # the paper's own sentence beside a statement whose reading (one-sided "not better" or parity) it decides
 SENTENCES = {
@@ -119,7 +120,7 @@ def best_layer_test(wide: pd.DataFrame, last, n_resamples: int = 10_000, seed: i
     p = float((1 + (null >= observed.max() - 1e-9).sum()) / (1 + n_resamples))
     layer = gains.columns[int(np.argmax(observed))]
     return {"layer": layer, "difference": float(gains[layer].mean()), "tasks": n, "p": p,
-            "verdict": "significant: first better" if p < 0.05 else "not significant"}
+            "verdict": SIGNIFICANT + FIRST_BETTER if p < ALPHA else NOT_SIGNIFICANT}
 
 
 def best_vs_last_layer(scores: pd.DataFrame, n_resamples: int = 10_000) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from repro.training.budget import run_budget
 from repro.training.budget_curves import stored_curve, task_frame
 from repro.training.contrastive import RUNS_EXPERIMENT, TrainConfig, run_spec
 from repro.training.evaluation import SCORES_EXPERIMENT, instructions_key, score_identity
+from repro.verdicts.rule import FIRST_BETTER, SECOND_BETTER, SIGNIFICANT
 
 SEEDS = (0, 1, 2, 3, 4)  # smollm2-135m: five runs per design (gemma3-270m: the first three)
 EVAL_MAX_LENGTH = 512
@@ -84,8 +85,8 @@ def instruction_comparison(backbone: str, models: Sequence, seeds: Sequence[int]
         if both.empty:
             continue
         test = wilcoxon_over_tasks(both["score instructed"], both["score plain"])
-        verdict = {"significant: first better": "instructions help",
-                   "significant: second better": "instructions hurt"}.get(test["verdict"], test["verdict"])
+        verdict = {SIGNIFICANT + FIRST_BETTER: "instructions help",
+                   SIGNIFICANT + SECOND_BETTER: "instructions hurt"}.get(test["verdict"], test["verdict"])
         rows.append({"model": model, "seed": seed, "tasks": len(both), "plain": both["score plain"].mean(),
                      "instructed": both["score instructed"].mean(), "difference": test["mean_difference"],
                      "p (Wilcoxon)": test["p"], "verdict": verdict})

@@ -19,6 +19,7 @@ from repro.core.paired import paired_test
 from repro.core.scoring import stored_per_task
 from repro.core.stats import wilcoxon_over_tasks
 from repro.core.tasks import TASKS
+from repro.verdicts.rule import FIRST_BETTER, SECOND_BETTER, SIGNIFICANT
 
 CURVE_COLUMNS = ["model", "budget_step", "examples", "task", "category", "score"]
 
@@ -84,9 +85,9 @@ def budget_comparison(curve_a: tuple[pd.DataFrame, dict], curve_b: tuple[pd.Data
                      f"mean {a}": pa.loc[common, "score"].mean(), f"mean {b}": pb.loc[common, "score"].mean(),
                      "difference": test["mean_difference"], "p (over tasks)": test["p"],
                      "over tasks": test["verdict"].replace("first", str(a)).replace("second", str(b)),
-                     f"in-task: {a} better": inside.count("first better"),
-                     f"in-task: {b} better": inside.count("second better"),
-                     "in-task: n.s.": sum(v not in ("first better", "second better") for v in inside)})
+                     f"in-task: {a} better": inside.count(FIRST_BETTER),
+                     f"in-task: {b} better": inside.count(SECOND_BETTER),
+                     "in-task: n.s.": sum(v not in (FIRST_BETTER, SECOND_BETTER) for v in inside)})
     return pd.DataFrame(rows)
 
 
@@ -96,8 +97,8 @@ def budget_verdict(table: pd.DataFrame) -> str:
     if table.empty:
         return "no budget shared by both runs is scored yet"
     verdicts = table["over tasks"]
-    winners = {v.split(": ", 1)[1].removesuffix(" better") for v in verdicts if v.startswith("significant")}
-    significant = table[verdicts.str.startswith("significant")]
+    winners = {v.removeprefix(SIGNIFICANT).removesuffix(" better") for v in verdicts if v.startswith(SIGNIFICANT)}
+    significant = table[verdicts.str.startswith(SIGNIFICANT)]
     signs = np.sign(table["difference"]).astype(int)
     signs = signs[signs != 0]  # a difference of exactly 0 has no sign: it changes nothing
     where = ", ".join(f"{int(s)} ({v.split(': ', 1)[1]})" for s, v in zip(significant["budget step"],

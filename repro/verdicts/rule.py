@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats  # special.stdtr/stdtrit: the t CDF and quantile as ufuncs (fast)
 
-from repro.core.stats import min_attainable_p
+from repro.core.stats import FIRST_BETTER, NOT_SIGNIFICANT, SECOND_BETTER, SIGNIFICANT, UNSETTLED, min_attainable_p  # noqa: F401  (the paired tests' words, re-exported: the engine's vocabulary)
 
 MARGIN = 1.0  # points x100 on a mean over mixed categories, or a statistic with no family of its own
 # per metric family (a task category's main score, x100): the margin, and why (the glossary shows both beside the

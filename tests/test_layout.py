@@ -335,7 +335,9 @@ def test_a_toy_fourth_paper_registers_and_its_statements_reach_the_ledger(monkey
                                                               rows=lambda *a, **k: pd.DataFrame(columns=COLUMNS)))
     monkeypatch.setattr(ledger, "combination_rows", lambda table: pd.DataFrame(columns=COLUMNS))
     monkeypatch.setattr(ledger, "combination_table", lambda: None)
-    toy = registry.Paper(4, "Toy (Doe, arXiv 0000.00000)", "repro.pooling_attention", ("p1_summary",), toy_rows)
+    facts = {"scope": "two toy statements.", "hard": "nothing.", "scale": "ours: 9 tasks; the paper: 9 (quoted)."}
+    toy = registry.Paper(4, "Toy (Doe, arXiv 0000.00000)", "repro.pooling_attention", ("p1_summary",), toy_rows,
+                         facts=lambda profile: facts)
     with registry.registered(toy):
         assert PAPERS[4] == toy.title and list(PAPERS) == [1, 2, 3, 4]
         table = ledger.claims_ledger()
@@ -343,6 +345,10 @@ def test_a_toy_fourth_paper_registers_and_its_statements_reach_the_ledger(monkey
         verdicts = dict(zip(table["claim"].map(ledger.statement_of), table["verdict"]))
         assert verdicts == {"the toy method beats its baseline on STS": "supported",
                             "the baseline beats the toy method on STS": "contradicted"}
+        from repro.crosspaper.summaries import summary_markdown  # its summary paragraph, from the registry too
+
+        text = summary_markdown(4, "Toy", {"supported": 1, "contradicted": 1, "tested": 2}, {"tested": 0})
+        assert text.startswith("**Toy.** *Scope:* two toy statements.") and "*Scale:* ours: 9 tasks" in text
         with pytest.raises(ValueError, match="registered already"):
             with registry.registered(toy):
                 pass

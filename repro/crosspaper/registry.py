@@ -32,18 +32,22 @@ class Paper:
     rows: str | Callable[..., pd.DataFrame]  # (profile, recompute[, pages]) -> ledger comparison rows
     ledger_pages: tuple[str, ...] = ()  # its pages whose parameters the ledger may take others for
     commands: tuple[tuple[str, str], ...] = ()  # its `repro` commands: (name, "module[:function]" running it)
+    facts: str | Callable[[str], dict] = ""  # its summary's scope, what was hard, and the scale: (profile) -> dict
 
     @property
     def summary(self) -> str:
         return self.pages[0]
 
+    def summary_facts(self, profile: str = "standard") -> dict[str, str]:
+        """Its summary's ``scope``, ``hard`` and ``scale`` (:func:`repro.crosspaper.summaries.scope_and_scale`)."""
+        if not self.facts:
+            raise ValueError(f"paper {self.number} ({self.title}) registers no summary facts")
+        return _resolve(self.facts)(profile)
+
     def ledger_rows(self, profile: str = "standard", recompute: bool = False,
                     pages: dict[str, dict] | None = None) -> pd.DataFrame:
         """Its comparison rows (the ledger's schema), titled with this paper."""
-        build = self.rows
-        if isinstance(build, str):
-            module, _, name = build.partition(":")
-            build = getattr(import_module(module), name)
+        build = _resolve(self.rows)
         if self.ledger_pages:  # the pages it takes other parameters for (the rest are other papers')
             rows = build(profile, recompute, {k: v for k, v in (pages or {}).items() if k in self.ledger_pages})
         else:
@@ -51,21 +55,31 @@ class Paper:
         return rows.assign(paper=self.title)
 
 
+def _resolve(target: str | Callable) -> Callable:
+    """A ``"module:function"`` imported (when the ledger or a summary is built), or the function itself."""
+    if callable(target):
+        return target
+    module, _, name = target.partition(":")
+    return getattr(import_module(module), name)
+
+
 REGISTRY: dict[int, Paper] = {paper.number: paper for paper in (
     Paper(1, "Pooling and Attention (Tang & Yang, arXiv 2409.02727)", "repro.pooling_attention",
           ("p1_summary", "p1_layer_correlation", "p1_layerwise_mteb", "p1_train", "p1_tables", "p1_converged",
            "p1_robustness"), "repro.crosspaper.ledger_paper1:paper1_rows",
-          commands=(("train", "repro.pooling_attention.trained"), ("layerwise", "repro.pooling_attention.layerwise"))),
+          commands=(("train", "repro.pooling_attention.trained"), ("layerwise", "repro.pooling_attention.layerwise")),
+          facts="repro.crosspaper.summaries:paper1_facts"),
     Paper(2, "EmbedFilter (Wu et al., arXiv 2606.07502)", "repro.embedfilter",
           ("p2_summary", "p2_main_table", "p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"),
           "repro.crosspaper.ledger_paper2:paper2_rows", ledger_pages=("p2_main_table", "p2_filter_types"),
-          commands=(("embedfilter", "repro.embedfilter.sweep"),)),
+          commands=(("embedfilter", "repro.embedfilter.sweep"),), facts="repro.crosspaper.summaries:paper2_facts"),
     Paper(3, "AutoRegEmbed (Deng et al., arXiv 2502.11401)", "repro.autoregembed",
           ("p3_summary", "p3_tables", "p3_converged", "p3_data_efficiency", "p3_ablations", "p3_memory"),
           "repro.crosspaper.ledger_paper3:paper3_rows",
           ledger_pages=("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_memory"),
           commands=(("autoreg", "repro.autoregembed.experiments.cli"),
-                    ("objective-cost", "repro.autoregembed.objective_cost"))),
+                    ("objective-cost", "repro.autoregembed.objective_cost")),
+          facts="repro.crosspaper.summaries:paper3_facts"),
 )}
 
 

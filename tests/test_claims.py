@@ -558,14 +558,14 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
                      pd.DataFrame({"method": key, "task": list(TASKS), "category": "STS", "score": 1.0}))
                for key in [*fixed, *[leaderboard.baseline_id(n) for n in leaderboard.CONTRASTIVE]]}
     monkeypatch.setattr(leaderboard, "_paper3_tables", lambda backbone: earlier)
-    assert leaderboard._paper3("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
+    assert leaderboard.paper3_leaderboard("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
     rows = [{"model": model, "seed": seed, "task": t, "category": TASKS[t].category, "score": score + seed}
             for model, seeds, score in ((p3.AUTOREG, (0, 1, 2), 50.0), (p3.COMPRESSION, (0, 1, 2), 40.0),
                                         (p3.BASELINE, (0, 1), 60.0))
             for seed in seeds for t in TASKS]
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
-    rows_now = leaderboard._paper3("smollm2-135m")
+    rows_now = leaderboard.paper3_leaderboard("smollm2-135m")
     assert sorted(rows_now) == ["p3-align@budget", "p3-baseline@budget", "p3-compress@budget"]
     assert {key: row.label for key, (row, _) in rows_now.items()} == {
         "p3-align@budget": "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, logprob, 3 seeds",
@@ -586,11 +586,11 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     # AutoRegEmbed leaves the leaderboard (it is never plotted as "AutoRegEmbed")
     same = [r | {"score": 40.0} if r["model"] in (p3.AUTOREG, p3.COMPRESSION) else r for r in rows]
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(same), {}))
-    assert sorted(leaderboard._paper3("smollm2-135m")) == ["p3-baseline@budget", "p3-compress@budget"]
+    assert sorted(leaderboard.paper3_leaderboard("smollm2-135m")) == ["p3-baseline@budget", "p3-compress@budget"]
     # AutoRegEmbed stored without its compression only (e.g. a stage 1 retrained since): that row stays as it was
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] != p3.COMPRESSION]), {}))
-    assert "p3-compress" in leaderboard._paper3("smollm2-135m")
+    assert "p3-compress" in leaderboard.paper3_leaderboard("smollm2-135m")
     # a LoRA selection is named apart, and no encode rate of the fully fine-tuned encoder is read for it
     lora_run = replace(autoreg, finetune="lora", compress=replace(autoreg.compress, finetune="lora"))
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: lora_run,
@@ -602,7 +602,7 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     # only the baseline stored: AutoRegEmbed and compression only stay the Tables 1-2 rows
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] == p3.BASELINE]), {}))
-    kept = leaderboard._paper3("smollm2-135m")
+    kept = leaderboard.paper3_leaderboard("smollm2-135m")
     assert set(fixed) <= set(kept)
     assert not any(key in kept for key in earlier if key not in fixed) and len(kept) == 3
     # their training hours: mean wall hours over the seeds behind the row's scores (a run whose scores are not

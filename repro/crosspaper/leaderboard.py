@@ -32,6 +32,7 @@ from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_S
 from repro.autoregembed.experiments.scores import score_identity
 from repro.core.scoring import records_frame, stored_per_task
 from repro.core.tasks import TASKS
+from repro.crosspaper.registry import REGISTRY, papers
 from repro.embedfilter.sweep import stored_scores
 from repro.pages.parameters import page_parameters
 from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
@@ -85,7 +86,7 @@ def paper2_tokenization() -> str:
     return page_parameters("p2_main_table", "standard")["tokenization"]
 
 
-def _embedfilter(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
+def paper2_leaderboard(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     scores = stored_scores(SUITE, tokenization=paper2_tokenization())
     if scores.empty:
         return {}
@@ -118,7 +119,7 @@ def paper1_id(model) -> str:
     return f"p1-model{model}"
 
 
-def _paper1(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
+def paper1_leaderboard(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     frame, _ = converged_scores(backbone, [1, 2, 3, 4, 5], suite=SUITE)
     out = {}
     for model in (1, 2, 3, 4, 5):
@@ -226,7 +227,7 @@ def baseline_id(name: str) -> str:
     return f"p3-{name}"
 
 
-def _paper3(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
+def paper3_leaderboard(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     """Paper 3's rows: under the budget rule where stored on every task (AutoRegEmbed with its compression only;
     the dev-selected contrastive baseline), else at the Tables 1-2 configuration (its four baselines)."""
     later = _paper3_budget_rule(backbone)
@@ -286,8 +287,11 @@ def leaderboard_runs(backbone: str = "smollm2-135m") -> tuple[pd.DataFrame, pd.D
     deterministic method (training-free, or the reference), a trained method's own seeds otherwise. The rows: one
     per method in leaderboard order, indexed by its id, with the :class:`Row` fields (label, short, paper, command,
     rate, training_free)."""
-    built = {**_untrained(backbone), **_embedfilter(backbone), **_paper1(backbone), **_paper3(backbone),
-             **_minilm()}
+    # the untrained references, each registered paper's rows (training-free first, as the leaderboard lists them),
+    # the reference model
+    papers_rows = {paper.number: paper.leaderboard_rows(backbone) for paper in papers() if paper.leaderboard}
+    order = sorted(papers_rows, key=lambda n: (not REGISTRY[n].training_free, n))
+    built = {**_untrained(backbone), **{k: v for n in order for k, v in papers_rows[n].items()}, **_minilm()}
     stored = [f if "seed" in f else f.assign(seed=np.nan) for _, f in built.values() if len(f)]
     columns = ["method", "seed", "task", "category", "score"]
     runs = pd.concat([f[columns] for f in stored], ignore_index=True) if stored else pd.DataFrame(columns=columns)

@@ -33,6 +33,8 @@ class Paper:
     ledger_pages: tuple[str, ...] = ()  # its pages whose parameters the ledger may take others for
     commands: tuple[tuple[str, str], ...] = ()  # its `repro` commands: (name, "module[:function]" running it)
     facts: str | Callable[[str], dict] = ""  # its summary's scope, what was hard, and the scale: (profile) -> dict
+    leaderboard: str | Callable[[str], dict] = ""  # its leaderboard rows: (backbone) -> {row id: (Row, scores)}
+    training_free: bool = False  # its methods train nothing (the leaderboard lists those first)
 
     @property
     def summary(self) -> str:
@@ -43,6 +45,10 @@ class Paper:
         if not self.facts:
             raise ValueError(f"paper {self.number} ({self.title}) registers no summary facts")
         return _resolve(self.facts)(profile)
+
+    def leaderboard_rows(self, backbone: str) -> dict:
+        """Its methods' leaderboard rows on ``backbone`` (:mod:`repro.crosspaper.leaderboard`)."""
+        return _resolve(self.leaderboard)(backbone) if self.leaderboard else {}
 
     def ledger_rows(self, profile: str = "standard", recompute: bool = False,
                     pages: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -68,18 +74,21 @@ REGISTRY: dict[int, Paper] = {paper.number: paper for paper in (
           ("p1_summary", "p1_layer_correlation", "p1_layerwise_mteb", "p1_train", "p1_tables", "p1_converged",
            "p1_robustness"), "repro.crosspaper.ledger_paper1:paper1_rows",
           commands=(("train", "repro.pooling_attention.trained"), ("layerwise", "repro.pooling_attention.layerwise")),
-          facts="repro.crosspaper.summaries:paper1_facts"),
+          facts="repro.crosspaper.summaries:paper1_facts",
+          leaderboard="repro.crosspaper.leaderboard:paper1_leaderboard"),
     Paper(2, "EmbedFilter (Wu et al., arXiv 2606.07502)", "repro.embedfilter",
           ("p2_summary", "p2_main_table", "p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"),
           "repro.crosspaper.ledger_paper2:paper2_rows", ledger_pages=("p2_main_table", "p2_filter_types"),
-          commands=(("embedfilter", "repro.embedfilter.sweep"),), facts="repro.crosspaper.summaries:paper2_facts"),
+          commands=(("embedfilter", "repro.embedfilter.sweep"),), facts="repro.crosspaper.summaries:paper2_facts",
+          leaderboard="repro.crosspaper.leaderboard:paper2_leaderboard", training_free=True),
     Paper(3, "AutoRegEmbed (Deng et al., arXiv 2502.11401)", "repro.autoregembed",
           ("p3_summary", "p3_tables", "p3_converged", "p3_data_efficiency", "p3_ablations", "p3_memory"),
           "repro.crosspaper.ledger_paper3:paper3_rows",
           ledger_pages=("p3_tables", "p3_data_efficiency", "p3_ablations", "p3_memory"),
           commands=(("autoreg", "repro.autoregembed.experiments.cli"),
                     ("objective-cost", "repro.autoregembed.objective_cost")),
-          facts="repro.crosspaper.summaries:paper3_facts"),
+          facts="repro.crosspaper.summaries:paper3_facts",
+          leaderboard="repro.crosspaper.leaderboard:paper3_leaderboard"),
 )}
 
 

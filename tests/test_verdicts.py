@@ -242,3 +242,10 @@ def test_the_mixed_model_is_a_sensitivity_fitted_only_where_it_can_be():
     one_task = clear[clear["task"] == "t0"]
     assert np.isnan(mixedlm_p(one_task, "a", "b", "STS"))
     assert np.isnan(mixedlm_p(clear[(clear["model"] == "a") | (clear["seed"] == 0)], "a", "b", "STS"))
+
+
+def test_rank_lists_are_written_as_runs_so_the_leaderboard_column_stays_narrow():
+    from repro.verdicts.ranking import rank_ranges
+
+    assert rank_ranges([14, 2, 3, 4, 5, 8, 10, 11, 12]) == "2-5, 8, 10-12, 14"
+    assert rank_ranges([3, 4]) == "3, 4" and rank_ranges([7]) == "7"

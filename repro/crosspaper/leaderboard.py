@@ -363,7 +363,8 @@ SHORT = {"Classification": "Class.", "Clustering": "Clust.", "PairClassification
 
 def compact_view(table: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.DataFrame:
     """A :func:`ranked` table narrow enough for the page's column: indexed by rank with the method (its label in
-    ``rows``; default: its id) as a column, short category headers, whole numbers where they are whole."""
+    ``rows``; default: its id) as a column, short category headers, whole numbers where they are whole, and no
+    "tasks" column where every row has the same count (its section states it)."""
     view = table.copy()
     for column in ("dimensions", "encode tok/s"):  # whole numbers
         if column in view:
@@ -372,6 +373,8 @@ def compact_view(table: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.Da
         view.index = [rows["label"].get(key, key) for key in view.index]
     if "rank" in view:
         view = view.rename_axis("method").reset_index().set_index("rank")
+    if "tasks" in view and view["tasks"].nunique() == 1 and len(view) > 1:  # the section says how many: no column
+        view = view.drop(columns="tasks")
     return view.rename(columns=SHORT)
 
 

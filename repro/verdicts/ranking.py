@@ -88,9 +88,21 @@ def friedman(frame: pd.DataFrame, methods: list) -> dict:
     return {"methods": wide.shape[1], "tasks": len(wide), "statistic": float(statistic), "p": float(p)}
 
 
+def rank_ranges(ranks) -> str:
+    """Rank numbers as short runs: [2, 3, 4, 5, 8, 10, 11, 12, 14] -> "2-5, 8, 10-12, 14" (a table column stays
+    narrow)."""
+    runs: list[list[int]] = []
+    for r in sorted(set(ranks)):
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)
+
+
 def separated_from(pairs: pd.DataFrame, order: list) -> pd.DataFrame:
     """Per method in rank ``order``: the ranks it is significantly above and those it is not separated from
-    (Holm-adjusted pairs of :func:`all_pairs`), as short lists of rank numbers; :data:`UNTESTED` for a method no
+    (Holm-adjusted pairs of :func:`all_pairs`), as short lists of rank numbers (runs as ranges, :func:`rank_ranges`); :data:`UNTESTED` for a method no
     pair could test (one training run)."""
     rank = {m: i + 1 for i, m in enumerate(order)}
     above = {m: [] for m in order}
@@ -110,7 +122,7 @@ def separated_from(pairs: pd.DataFrame, order: list) -> pd.DataFrame:
             unseparated[r.second].append(rank[r.first])
 
     def spans(method, ranks):
-        return UNTESTED if not tested.get(method) else ", ".join(map(str, sorted(ranks))) if ranks else "-"
+        return UNTESTED if not tested.get(method) else rank_ranges(ranks) if ranks else "-"
 
     return pd.DataFrame({"rank": [rank[m] for m in order], "above (Holm)": [spans(m, above[m]) for m in order],
                          "not separated from": [spans(m, unseparated[m]) for m in order]}, index=order)

@@ -31,7 +31,7 @@ from repro.embedfilter.filters import sweep_variants
 from repro.embedfilter.quoted import PAPER_ABLATION, PAPER_MAIN
 from repro.embedfilter.quoted import PAPER_SOURCE as P2_SOURCE
 from repro.embedfilter.search_cost import search_cost
-from repro.embedfilter.sweep import parse_run, stored_scores, sweep_scores
+from repro.embedfilter.sweep import grid_runs, stored_scores, sweep_scores
 from repro.embedfilter.vocab_lens import removed_band_alignment, vocabulary_probe
 from repro.pages.parameters import page_parameters
 from repro.verdicts.comparison import DISAGREE, claims_table
@@ -54,8 +54,7 @@ def _quoted_gain(prompt: str, variant: str, sign: int = 1) -> str:
 
 def _page_sweep(params: dict, recompute: bool, loaded: dict) -> tuple[pd.DataFrame, list[str]]:
     """The EmbedFilter sweep scores a Paper 2 page reads, and its variants; loaded once per grid (``loaded``)."""
-    skipped = [parse_run(r) for r in params.get("skip_runs", [])]
-    runs = [(b, p) for b in params["backbones"] for p in params["prompts"] if (b, p) not in skipped]
+    runs = grid_runs(params["backbones"], params["prompts"], params.get("skip_runs", []))
     variants = sweep_variants(params["ratios"])
     tokenization, protocol = params.get("tokenization", "pieces"), params.get("protocol", "mteb")
     key = (tuple(runs), params["suite"], tuple(params["tasks"] or ()), tuple(variants), tokenization, protocol)
@@ -204,8 +203,7 @@ def scope_verdicts(profile: str = "standard", recompute: bool = False) -> tuple[
     time to the current one, and then under the official protocol where it is stored for every run. Returns the
     table (statement x scope) and the runs it covers; a scope whose results are not all stored is left out."""
     main = page_parameters("p2_main_table", profile)
-    skipped = [parse_run(r) for r in main.get("skip_runs", [])]
-    runs = [(b, p) for b in main["backbones"] for p in main["prompts"] if (b, p) not in skipped]
+    runs = grid_runs(main["backbones"], main["prompts"], main.get("skip_runs", []))
     base = main | {"skip_runs": main.get("skip_runs", [])}
     scopes = {"pieces, STS sets (earlier)": base | {"tokenization": main.get("earlier_tokenization", "pieces"),
                                                     "tasks": main.get("earlier_tasks") or None},

@@ -189,11 +189,14 @@ def stored_scores(suite: str = "compact", protocol: str = "mteb", tokenization: 
 
 
 def protocol_comparison(suite: str = "compact", variants: Sequence[str] = ("raw", "edge/2"),
-                        tokenization: str = "pieces") -> pd.DataFrame:
+                        tokenization: str = "pieces", runs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Clustering and pair classification scored both ways, where the official protocol was run (one
-    tokenization): mteb's main score on raw embeddings against the official scoring (PromptEOL L2-normalised,
-    Echo not; cosine AP for pair classification), x100, and the EmbedFilter gain (edge/2 - raw) under each."""
+    tokenization; ``runs``: only these (backbone, prompt) runs, e.g. a page's grid): mteb's main score on raw
+    embeddings against the official scoring (PromptEOL L2-normalised, Echo not; cosine AP for pair
+    classification), x100, and the EmbedFilter gain (edge/2 - raw) under each."""
     official = stored_scores(suite, "official", tokenization)
+    if runs is not None and len(official):
+        official = official[[(b, p) in set(runs) for b, p in zip(official.backbone, official.prompt)]]
     if official.empty:
         return pd.DataFrame()
     earlier = stored_scores(suite, "mteb", tokenization)
@@ -250,6 +253,13 @@ if __name__ == "__main__":
     main()
 
 
+def grid_runs(backbones: Sequence[str], prompts: Sequence[str], skip_runs: Sequence[str] = ()
+              ) -> list[tuple[str, str]]:
+    """The backbone x prompt runs of a sweep page's grid, less ``skip_runs`` ("backbone:prompt", checked)."""
+    skipped = [parse_run(r) for r in skip_runs]
+    return [(b, p) for b in backbones for p in prompts if (b, p) not in skipped]
+
+
 def page_sweep(backbones: Sequence[str], prompts: Sequence[str], skip_runs: Sequence[str], suite: str,
                tasks: Sequence[str] | None, ratios: Sequence[int], recompute: bool = False,
                tokenization: str = "pieces", label: str = "Scale"
@@ -257,9 +267,8 @@ def page_sweep(backbones: Sequence[str], prompts: Sequence[str], skip_runs: Sequ
     """The sweep pages' common setup: the backbone x prompt grid less ``skip_runs`` ("backbone:prompt"), the
     variants of ``ratios``, their stored (or computed) scores and the sentence of the page's Scale box (``label``
     leads it). Returns (runs, variants, scores, scale)."""
-    skipped = [parse_run(r) for r in skip_runs]
     variants = sweep_variants(ratios)
-    runs = [(b, p) for b in backbones for p in prompts if (b, p) not in skipped]
+    runs = grid_runs(backbones, prompts, skip_runs)
     scores = sweep_scores(runs, suite, tasks, variants, recompute, tokenization=tokenization)
     scale = (describe_sweep(scores, suite, label=label) + f" Tokenization: {tokenization}."
              + (f" Left out of the grid (not computed yet): {', '.join(skip_runs)}." if skip_runs else ""))

@@ -281,7 +281,7 @@ def test_printed_commands_rebuild_the_runs_they_name():
     from dataclasses import replace
 
     from repro.autoregembed.experiments.ablations import VARIANTS, ablation_config
-    from repro.crosspaper.leaderboard import paper3_configs
+    from repro.crosspaper.leaderboard_paper3 import paper3_configs
 
     def parsed(command):
         parser = argparse.ArgumentParser()

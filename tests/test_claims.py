@@ -547,29 +547,30 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     from repro.autoregembed.experiments import converged as p3
     from repro.autoregembed.experiments.baselines import contrastive_config
     from repro.core.tasks import TASKS
-    from repro.crosspaper import encode_rates, leaderboard, leaderboard_costs
+    from repro.crosspaper import encode_rates, leaderboard
+    from repro.crosspaper import leaderboard_paper3 as lb3
 
     base = p3.base_config("smollm2-135m")
-    fixed = leaderboard.tables_labels("smollm2-135m")
+    fixed = lb3.tables_labels("smollm2-135m")
     assert fixed["p3-align"].startswith("AutoRegEmbed (Paper 3) at the Tables 1-2 configuration (150 stage-2")
     autoreg = replace(base, lr=2e-6)
     baseline = replace(contrastive_config("last token, in-batch + hard negative", base, lr=2e-4), temperature=0.02)
     earlier = {key: (leaderboard.Row(key, key, "3"),
                      pd.DataFrame({"method": key, "task": list(TASKS), "category": "STS", "score": 1.0}))
-               for key in [*fixed, *[leaderboard.baseline_id(n) for n in leaderboard.CONTRASTIVE]]}
-    monkeypatch.setattr(leaderboard, "_paper3_tables", lambda backbone: earlier)
-    assert leaderboard.paper3_leaderboard("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
+               for key in [*fixed, *[lb3.baseline_id(n) for n in lb3.CONTRASTIVE]]}
+    monkeypatch.setattr(lb3, "_paper3_tables", lambda backbone: earlier)
+    assert lb3.paper3_leaderboard("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
     rows = [{"model": model, "seed": seed, "task": t, "category": TASKS[t].category, "score": score + seed}
             for model, seeds, score in ((p3.AUTOREG, (0, 1, 2), 50.0), (p3.COMPRESSION, (0, 1, 2), 40.0),
                                         (p3.BASELINE, (0, 1), 60.0))
             for seed in seeds for t in TASKS]
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
-    rows_now = leaderboard.paper3_leaderboard("smollm2-135m")
+    rows_now = lb3.paper3_leaderboard("smollm2-135m")
     assert sorted(rows_now) == ["p3-align@budget", "p3-baseline@budget", "p3-compress@budget"]
     assert {key: row.label for key, (row, _) in rows_now.items()} == {
         "p3-align@budget": "AutoRegEmbed (Paper 3) under the budget rule, lr 2e-06, logprob, 3 seeds",
-        "p3-compress@budget": f"compression only (Paper 3) under the budget rule ({leaderboard.SHARED_STAGE1})",
+        "p3-compress@budget": f"compression only (Paper 3) under the budget rule ({lb3.SHARED_STAGE1})",
         "p3-baseline@budget": "last token, in-batch + hard negative (Paper 3 baseline) under the budget rule, "
                               "lr 0.0002, tau 0.02, 2 seeds"}
     means = {key: frame["score"].mean() for key, (_, frame) in rows_now.items()}
@@ -586,23 +587,23 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     # AutoRegEmbed leaves the leaderboard (it is never plotted as "AutoRegEmbed")
     same = [r | {"score": 40.0} if r["model"] in (p3.AUTOREG, p3.COMPRESSION) else r for r in rows]
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(same), {}))
-    assert sorted(leaderboard.paper3_leaderboard("smollm2-135m")) == ["p3-baseline@budget", "p3-compress@budget"]
+    assert sorted(lb3.paper3_leaderboard("smollm2-135m")) == ["p3-baseline@budget", "p3-compress@budget"]
     # AutoRegEmbed stored without its compression only (e.g. a stage 1 retrained since): that row stays as it was
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] != p3.COMPRESSION]), {}))
-    assert "p3-compress" in leaderboard.paper3_leaderboard("smollm2-135m")
+    assert "p3-compress" in lb3.paper3_leaderboard("smollm2-135m")
     # a LoRA selection is named apart, and no encode rate of the fully fine-tuned encoder is read for it
     lora_run = replace(autoreg, finetune="lora", compress=replace(autoreg.compress, finetune="lora"))
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: lora_run,
                                                            p3.BASELINE: baseline})
-    lora = leaderboard.paper3_budget_rows("smollm2-135m", {p3.AUTOREG: 3})
+    lora = lb3.paper3_budget_rows("smollm2-135m", {p3.AUTOREG: 3})
     assert lora[p3.AUTOREG].label.startswith("AutoRegEmbed, LoRA (Paper 3) under the budget rule")
     assert lora[p3.AUTOREG].rate is None and lora[p3.COMPRESSION].rate is None
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
     # only the baseline stored: AutoRegEmbed and compression only stay the Tables 1-2 rows
     monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
         pd.DataFrame([r for r in rows if r["model"] == p3.BASELINE]), {}))
-    kept = leaderboard.paper3_leaderboard("smollm2-135m")
+    kept = lb3.paper3_leaderboard("smollm2-135m")
     assert set(fixed) <= set(kept)
     assert not any(key in kept for key in earlier if key not in fixed) and len(kept) == 3
     # their training hours: mean wall hours over the seeds behind the row's scores (a run whose scores are not
@@ -611,8 +612,69 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     runs = pd.DataFrame({"method": [p3.AUTOREG, p3.AUTOREG, p3.BASELINE, p3.BASELINE], "seed": [0, 1, 0, 2],
                          "wall hours (run: steps + dev evaluations)": [1.0, 2.0, 0.5, 9.0]})
     monkeypatch.setattr(p3, "run_table", lambda b, seeds=p3.SEEDS: runs)
-    hours = leaderboard_costs.paper3_budget_hours("smollm2-135m")
+    hours = lb3.paper3_budget_hours("smollm2-135m")
     assert hours == {"p3-align@budget": 1.5, "p3-baseline@budget": 0.5}
+
+
+def test_the_leaderboard_shows_the_independent_chains_once_one_is_scored_on_every_task(monkeypatch):
+    from repro.autoregembed.experiments import converged as p3
+    from repro.autoregembed.experiments import independent
+    from repro.core.tasks import TASKS
+    from repro.crosspaper import leaderboard
+    from repro.crosspaper import leaderboard_paper3 as lb3
+
+    budget = {key: (leaderboard.Row(key, key, "3"), pd.DataFrame({"method": key, "task": list(TASKS),
+                                                                   "category": "STS", "score": 1.0}))
+              for key in ("p3-compress@budget", "p3-align@budget", "p3-baseline@budget")}
+    tables = {key: budget["p3-compress@budget"] for key in ("p3-compress", "p3-align", "p3-last token, in-batch")}
+    monkeypatch.setattr(lb3, "_paper3_budget_rule", lambda backbone: dict(budget))
+    monkeypatch.setattr(lb3, "_paper3_tables", lambda backbone: dict(tables))
+
+    def scored(seeds_all, seeds_page, adopted):
+        rows = []
+        for seed in (*seeds_all, *seeds_page):
+            tasks = list(TASKS) if seed in seeds_all else list(p3.TASKS)
+            for model, score in ((p3.COMPRESSION, 40.0), (p3.AUTOREG, 45.0 if adopted else 40.0)):
+                rows += [{"model": model, "seed": seed, "unit": f"stage 1 {seed}", "task": t,
+                          "category": TASKS[t].category, "score": score + seed} for t in tasks]
+        frame = pd.DataFrame(rows)
+
+        def final_scores(seeds, backbone, suite, tasks):  # a seed with a task missing is left out
+            have = frame.groupby(["model", "seed"])["task"].apply(set)
+            keep = [(m, s) for (m, s), found in have.items() if set(tasks) <= found]
+            kept = pd.Series([(m, s) in keep for m, s in zip(frame.model, frame.seed)], index=frame.index)
+            part = frame[kept & frame.task.isin(tasks)]
+            return part.reset_index(drop=True), {}
+        return final_scores
+
+    monkeypatch.setattr(independent, "final_scores", scored((), (0, 1), True))
+    assert lb3.paper3_leaderboard("smollm2-135m").keys() == budget.keys()  # no chain on every task: as before
+    monkeypatch.setattr(independent, "final_scores", scored((2,), (0, 1), True))
+    rows = lb3.paper3_leaderboard("smollm2-135m")
+    # the chains replace every earlier compression only and AutoRegEmbed; the budget rule's baseline (independent
+    # seeds) stays, and replaces the Tables 1-2 baselines as before
+    assert sorted(rows) == ["p3-align@chains", "p3-baseline@budget", "p3-compress@chains"]
+    label = rows["p3-align@chains"][0].label
+    assert label == ("AutoRegEmbed (Paper 3), independent chains (one stage 1 per seed, under the budget rule and the "
+                     "principled template), 1 seed (2); seeds 0, 1 scored on STS and retrieval only (weights gone)")
+    assert rows["p3-align@chains"][1]["score"].mean() == 47.0 and len(rows["p3-align@chains"][1]) == len(TASKS)
+    assert rows["p3-compress@chains"][0].rate == "p3-compress" and rows["p3-align@chains"][0].rate == "p3-align"
+    # no chain's stage 2 adopted: one row, which says so
+    monkeypatch.setattr(independent, "final_scores", scored((1, 2), (0,), False))
+    rows = lb3.paper3_leaderboard("smollm2-135m")
+    assert "p3-align@chains" not in rows and "p3-align@budget" not in rows and "p3-align" not in rows
+    assert rows["p3-compress@chains"][0].label.endswith(
+        "2 seeds (1, 2); seed 0 scored on STS and retrieval only (weights gone); = AutoRegEmbed: dev rejected stage 2 "
+        "in every chain, so the two are one model")
+
+    # their hours: stage 1 (steps + evaluations) for compression only, both stages for AutoRegEmbed, mean over seeds
+    def record(train, evals):
+        return {"summary": {"train_seconds": train, "eval_seconds": evals}}
+    chains = {1: {"stage1": record(3600.0, 1800.0), "stage2": record(360.0, 0.0)},
+              2: {"stage1": record(7200.0, 0.0), "stage2": record(1440.0, 0.0)}}
+    monkeypatch.setattr(independent, "stored_chain", lambda seed, backbone: chains[seed])
+    assert lb3.chain_hours("smollm2-135m") == {"p3-compress@chains": pytest.approx(1.75),
+                                               "p3-align@chains": pytest.approx(2.0)}
 
 
 def test_leaderboard_cost_columns_and_missing_commands():
@@ -669,7 +731,7 @@ def test_paper1_training_hours_count_only_the_scored_seeds(tmp_path, monkeypatch
     scored = pd.DataFrame([{"model": 3, "seed": 0, "task": "STS12", "category": "STS", "score": 50.0}])
     monkeypatch.setattr(costs, "run_table", lambda *a, **k: runs)
     monkeypatch.setattr(costs, "converged_scores", lambda *a, **k: (scored, {}))
-    hours = costs.training_hours()
+    hours = pd.Series(costs.paper1_hours())
     # seed 1 trained but its scoring is incomplete: the row is "1 seed" and its hours are seed 0's alone
     assert hours.to_dict() == {"p1-model3": 1.0}
 

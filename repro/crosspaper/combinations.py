@@ -40,7 +40,8 @@ from repro.core.encode import EncodeConfig
 from repro.core.scoring import evaluate_per_task, records_frame, stored_per_task
 from repro.core.stats import UNSETTLED, wilcoxon_over_tasks
 from repro.core.tasks import TASKS
-from repro.crosspaper.leaderboard import paper2_tokenization, paper3_configs
+from repro.crosspaper.leaderboard import paper2_tokenization
+from repro.crosspaper.leaderboard_paper3 import paper3_configs
 from repro.crosspaper.ledger_schema import COLUMNS, NOT_QUOTED, fmt_p
 from repro.embedfilter.filters import filters_for, parse_variant
 from repro.pooling_attention.converged import SEEDS, converged_scores

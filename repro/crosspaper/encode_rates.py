@@ -42,7 +42,7 @@ from repro.core.backbones import resolve
 from repro.core.encode import forget_recent
 from repro.core.reference import load_minilm
 from repro.core.tasks import read_task
-from repro.crosspaper.leaderboard import baseline_label
+from repro.crosspaper.leaderboard_paper3 import baseline_label
 from repro.pages.parameters import page_parameters
 from repro.pooling_attention.trained import converged_config
 from repro.recipes.recipe import from_recipe

@@ -7,8 +7,8 @@ Each row's per-task scores come from the store its method writes to:
 * PromptEOL and Echo, raw and with EmbedFilter edge/2: the EmbedFilter sweeps (``embedfilter``);
 * Paper 1's five designs under the declared budget rule, averaged over their stored seeds (``trained_scores``);
 * Paper 3's compression only, AutoRegEmbed and contrastive baselines (``autoreg_scores``, ``trained_scores``):
-  under the budget rule (page ``p3_converged``: the dev-selected configurations, seed-averaged) where stored on
-  every task, else at the book's Tables 1-2 configuration;
+  the newest runs stored on every task (:mod:`repro.crosspaper.leaderboard_paper3`: the independent chains, the
+  budget-rule page's dev-selected configurations, else the book's Tables 1-2 configuration);
 * all-MiniLM-L6-v2 as an independent reference (``reference_minilm``).
 
 :func:`leaderboard_scores` gathers them (:func:`leaderboard_runs` keeps each training run); :func:`missing_rows`
@@ -24,13 +24,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from repro.autoregembed.experiments import converged as p3_converged
-from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config, stored_untrained
-from repro.autoregembed.experiments.cli import command_for
-from repro.autoregembed.experiments.configs import page_configs
-from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT as AUTOREG_SCORES
-from repro.autoregembed.experiments.scores import score_identity
-from repro.core.scoring import records_frame, stored_per_task
+from repro.autoregembed.experiments.baselines import stored_untrained
+from repro.core.scoring import records_frame
 from repro.core.tasks import TASKS
 from repro.crosspaper.registry import REGISTRY, papers
 from repro.embedfilter.sweep import stored_scores
@@ -38,15 +33,11 @@ from repro.pages.parameters import page_parameters
 from repro.pooling_attention.converged import converged_scores, missing_runs, run_commands
 from repro.recipes.recipes import sweep_command
 from repro.store.results import all_results
-from repro.training.evaluation import SCORES_EXPERIMENT as TRAINED_SCORES
-from repro.training.evaluation import score_identity as trained_score_identity
 from repro.verdicts.ranking import all_pairs, separated_from
-from repro.verdicts.run_units import same_model
 
 SUITE = "compact"
 CATEGORIES = ["STS", "Classification", "Clustering", "PairClassification", "Retrieval"]
 UNTRAINED = "python -m repro.autoregembed.experiments.cli --untrained --suite compact --tasks ..."
-BUDGET_COMMAND = "scripts/p3_converged.sh (in the session that trains the run)"
 
 
 @dataclass(frozen=True)
@@ -105,11 +96,6 @@ def paper2_leaderboard(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     return out
 
 
-def baseline_label(name: str) -> str:
-    """The row label of Paper 3's contrastive baseline ``name`` (a key of ``CONTRASTIVE``)."""
-    return f"{name} (Paper 3 baseline)"
-
-
 def paper1_label(model, seeds: int) -> str:
     return f"Paper 1 model {model} (converged, {seeds} seed{'s' if seeds != 1 else ''})"
 
@@ -130,134 +116,6 @@ def paper1_leaderboard(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
         # every run (listed as missing while none is stored)
         out[key] = row, (part.assign(method=key)[["method", "seed", "task", "category", "score"]] if len(part)
                          else pd.DataFrame(columns=EMPTY))
-    return out
-
-
-def paper3_configs(backbone: str = "smollm2-135m"):
-    """The stage-1 and stage-2 configurations of the book's Paper 3 Tables 1-2 page, on ``backbone``."""
-    params = page_parameters("p3_tables", "standard") | {"backbone": backbone}
-    return page_configs(**(params | {"recompute": False}))
-
-
-BUDGET_RULE = " under the budget rule"  # appended to a Paper 3 label
-# the budget-rule page's AutoRegEmbed seeds all start from one stage 1: on the ledger the independent chains (one stage
-# 1 per seed) supersede them, but those are scored on STS and retrieval only, not on every task a leaderboard row needs
-SHARED_STAGE1 = ("the one stage 1 its seeds share, so one independent run; superseded on the ledger by the "
-                 "independent chains, scored on STS and retrieval only")
-SAME_AS_STAGE1 = ("; = AutoRegEmbed under the budget rule: dev rejected stage 2 in every run, so the two are one "
-                  "model")
-# the row ids of Paper 3's methods under the budget rule (page p3_converged), by that page's method name
-BUDGET_IDS = {p3_converged.COMPRESSION: "p3-compress@budget", p3_converged.AUTOREG: "p3-align@budget",
-              p3_converged.BASELINE: "p3-baseline@budget"}
-
-
-def _seeds(n: int) -> str:
-    return f"{n} seed{'s' if n != 1 else ''}"
-
-
-def paper3_budget_rows(backbone: str = "smollm2-135m", seeds: dict[str, int] | None = None) -> dict[str, Row]:
-    """Rows of Paper 3's methods under the budget rule (page ``p3_converged``), by that page's method name
-    (AutoRegEmbed, the best contrastive baseline, compression only); ``seeds``: seeds stored per method."""
-    seeds = seeds or {}
-    base = p3_converged.base_config(backbone)
-    selected = p3_converged.selected_configs(base)
-    autoreg = selected[p3_converged.AUTOREG]
-    start = p3_converged.start_selected_seeds(base) if autoreg is not None else []
-    # a LoRA selection is named apart, and no encode rate is read for it: the rate timed is the Tables 1-2 (full
-    # fine-tuning) encoder's
-    lora = autoreg is not None and autoreg.finetune != "full"
-    named = ", LoRA" if lora else ""
-    rows = {p3_converged.COMPRESSION: Row(
-        f"compression only{named} (Paper 3){BUDGET_RULE} ({SHARED_STAGE1})", "compression only", "3",
-        BUDGET_COMMAND, None if lora else "p3-compress")}
-    if autoreg is not None:
-        rows[p3_converged.AUTOREG] = Row(
-            f"AutoRegEmbed{named} (Paper 3){BUDGET_RULE}, lr {autoreg.lr:g}, {autoreg.divergence}, "
-            f"{_seeds(seeds.get(p3_converged.AUTOREG, 0))}"
-            + (f" (dev selects step 0, the stage-1 encoder, at {_seeds(len(start))})" if start else ""),
-            "AutoRegEmbed", "3", BUDGET_COMMAND, None if lora else "p3-align")
-    baseline = selected[p3_converged.BASELINE]
-    if baseline is not None:
-        name = next(n for n, (m, hard) in CONTRASTIVE.items()
-                    if m == baseline.model and hard == baseline.hard_negatives)
-        rows[p3_converged.BASELINE] = Row(
-            f"{baseline_label(name)}{BUDGET_RULE}, lr {baseline.lr:g}, tau {baseline.temperature:g}, "
-            f"{_seeds(seeds.get(p3_converged.BASELINE, 0))}", "P3 baseline", "3", BUDGET_COMMAND, f"p3-{name}")
-    return rows
-
-
-def paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, Row]]:
-    """The budget-rule page's stored scores on every task of the suite (model, seed, task, category, score) and
-    each method's row (seeds counted over those scores)."""
-    frame, _ = p3_converged.final_scores(p3_converged.base_config(backbone), p3_converged.SEEDS, SUITE, list(TASKS))
-    if frame.empty:
-        return frame, {}
-    return frame, paper3_budget_rows(backbone, frame.groupby("model")["seed"].nunique().to_dict())
-
-
-def _paper3_budget_rule(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
-    """Paper 3's methods under the budget rule: each dev-selected configuration averaged over its seeds stored on
-    every task, and compression only from the stage 1 those seeds started from (empty while none is stored)."""
-    frame, rows = paper3_budget_frame(backbone)
-    out = {}
-    merged = frame.empty is False and same_model(frame, p3_converged.AUTOREG, p3_converged.COMPRESSION)
-    for model, part in frame.groupby("model"):
-        if merged and model == p3_converged.AUTOREG:
-            continue  # dev rejected stage 2 in every run: one model, one row (compression only's, with that note)
-        row = rows[model]
-        if merged and model == p3_converged.COMPRESSION:
-            row = Row(**(asdict(row) | {"label": row.label + SAME_AS_STAGE1}))
-        key = BUDGET_IDS[model]
-        out[key] = row, part.assign(method=key)[["method", "seed", "task", "category", "score"]]
-    return out
-
-
-def tables_labels(backbone: str = "smollm2-135m") -> dict[str, str]:
-    """Row labels of compression only and AutoRegEmbed at the Tables 1-2 page's configuration (fixed budget, one
-    seed), by row id."""
-    compress, align = paper3_configs(backbone)
-    return {"p3-compress": f"compression only (Paper 3) at the Tables 1-2 configuration ({compress.steps} "
-                           f"stage-1 steps, seed {compress.seed})",
-            "p3-align": f"AutoRegEmbed (Paper 3) at the Tables 1-2 configuration ({align.steps} stage-2 steps at "
-                        f"lr {align.lr:g}, seed {align.seed})"}
-
-
-def baseline_id(name: str) -> str:
-    """The row id of Paper 3's contrastive baseline ``name`` at the Tables 1-2 configuration (its encode-rate key)."""
-    return f"p3-{name}"
-
-
-def paper3_leaderboard(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
-    """Paper 3's rows: under the budget rule where stored on every task (AutoRegEmbed with its compression only;
-    the dev-selected contrastive baseline), else at the Tables 1-2 configuration (its four baselines)."""
-    later = _paper3_budget_rule(backbone)
-    if later:
-        earlier = _paper3_tables(backbone)
-        drop = {key for key in ("p3-compress", "p3-align") if f"{key}@budget" in later}
-        if "p3-compress@budget" in later:  # stored only beside AutoRegEmbed's seeds under the rule: AutoRegEmbed
-            drop.add("p3-align")  # is then that row (or merged into it), never the superseded Tables 1-2 run
-        if "p3-baseline@budget" in later:
-            drop |= {baseline_id(name) for name in CONTRASTIVE}
-        return {**{k: v for k, v in earlier.items() if k not in drop}, **later}
-    return _paper3_tables(backbone)
-
-
-def _paper3_tables(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
-    compress, align = paper3_configs(backbone)
-    tasks = list(TASKS)
-    out = {}
-    labels = tables_labels(backbone)
-    for key, config, short in (("p3-compress", compress, "compression only"), ("p3-align", align, "AutoRegEmbed")):
-        row = Row(labels[key], short, "3", command_for(config, SUITE), key)
-        out[key] = row, records_frame(key, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks)
-                                      ).assign(seed=config.seed)  # one training run
-    for name in CONTRASTIVE:
-        config = contrastive_config(name, align)
-        key = baseline_id(name)
-        row = Row(baseline_label(name), "P3 baseline", "3",
-                  "retrain the baseline (p3_tables standard) and score it on compact", key)
-        out[key] = row, records_frame(key, stored_per_task(TRAINED_SCORES, trained_score_identity(config), SUITE,
-                                                           tasks)).assign(seed=config.seed)
     return out
 
 

@@ -35,6 +35,7 @@ class Paper:
     facts: str | Callable[[str], dict] = ""  # its summary's scope, what was hard, and the scale: (profile) -> dict
     leaderboard: str | Callable[[str], dict] = ""  # its leaderboard rows: (backbone) -> {row id: (Row, scores)}
     training_free: bool = False  # its methods train nothing (the leaderboard lists those first)
+    hours: str | Callable[[str], dict] = ""  # its trained rows' training hours: (backbone) -> {row id: hours}
 
     @property
     def summary(self) -> str:
@@ -49,6 +50,11 @@ class Paper:
     def leaderboard_rows(self, backbone: str) -> dict:
         """Its methods' leaderboard rows on ``backbone`` (:mod:`repro.crosspaper.leaderboard`)."""
         return _resolve(self.leaderboard)(backbone) if self.leaderboard else {}
+
+    def training_hours(self, backbone: str) -> dict[str, float]:
+        """The training wall-clock hours behind its leaderboard rows on ``backbone``, by row id (none: trains
+        nothing, or registers no hours)."""
+        return _resolve(self.hours)(backbone) if self.hours else {}
 
     def ledger_rows(self, profile: str = "standard", recompute: bool = False,
                     pages: dict[str, dict] | None = None) -> pd.DataFrame:
@@ -75,7 +81,8 @@ REGISTRY: dict[int, Paper] = {paper.number: paper for paper in (
            "p1_robustness"), "repro.crosspaper.ledger_paper1:paper1_rows",
           commands=(("train", "repro.pooling_attention.trained"), ("layerwise", "repro.pooling_attention.layerwise")),
           facts="repro.crosspaper.summaries:paper1_facts",
-          leaderboard="repro.crosspaper.leaderboard:paper1_leaderboard"),
+          leaderboard="repro.crosspaper.leaderboard:paper1_leaderboard",
+          hours="repro.crosspaper.leaderboard_costs:paper1_hours"),
     Paper(2, "EmbedFilter (Wu et al., arXiv 2606.07502)", "repro.embedfilter",
           ("p2_summary", "p2_main_table", "p2_filter_types", "p2_vocab_probe", "p2_spectrum", "p2_dimension_cost"),
           "repro.crosspaper.ledger_paper2:paper2_rows", ledger_pages=("p2_main_table", "p2_filter_types"),
@@ -88,7 +95,8 @@ REGISTRY: dict[int, Paper] = {paper.number: paper for paper in (
           commands=(("autoreg", "repro.autoregembed.experiments.cli"),
                     ("objective-cost", "repro.autoregembed.objective_cost")),
           facts="repro.crosspaper.summaries:paper3_facts",
-          leaderboard="repro.crosspaper.leaderboard:paper3_leaderboard"),
+          leaderboard="repro.crosspaper.leaderboard_paper3:paper3_leaderboard",
+          hours="repro.crosspaper.leaderboard_paper3:paper3_hours"),
 )}
 
 

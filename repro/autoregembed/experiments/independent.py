@@ -80,12 +80,15 @@ def stage2_config(seed: int, backbone: str = "smollm2-135m", template: dict | No
 
 
 STAGES = ("stage1", "stage2", "scores")
+# the page's tasks first, then the leaderboard's other tasks: a run folder does not outlive its session, so a chain is
+# scored on every task a leaderboard row needs while its weights are at hand
+SCORED_TASKS = list(dict.fromkeys([*converged.TASKS, *converged.LEADERBOARD_TASKS]))
 
 
 def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "smollm2-135m") -> None:
     """Train (or resume) each seed's chain, stage by stage, and score it on the budget-rule page's final suite
-    and tasks: compression only from the seed's stage 1, and its stage 2 unless that dev-selected its start (then
-    it *is* its stage 1)."""
+    (:data:`SCORED_TASKS`: the page's tasks, then the leaderboard's): compression only from the seed's stage 1, and
+    its stage 2 unless that dev-selected its start (then it *is* its stage 1)."""
     unknown = set(stages) - set(STAGES)
     if unknown:
         raise ValueError(f"unknown stage(s) {sorted(unknown)}; valid: {', '.join(STAGES)}")
@@ -96,9 +99,8 @@ def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "s
         if "stage2" in stages:
             ensure_trained(ar_train.run_spec(align))
         if "scores" in stages:
-            evaluate_autoreg(align.compress, converged.FINAL_SUITE, converged.TASKS, converged.EVAL_MAX_LENGTH)
-            if not converged.selects_start(align):
-                evaluate_autoreg(align, converged.FINAL_SUITE, converged.TASKS, converged.EVAL_MAX_LENGTH)
+            for config in (align.compress, *(() if converged.selects_start(align) else (align,))):
+                evaluate_autoreg(config, converged.FINAL_SUITE, SCORED_TASKS, converged.EVAL_MAX_LENGTH)
 
 
 def main(argv=None) -> None:

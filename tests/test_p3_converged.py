@@ -348,5 +348,12 @@ def test_the_fair_chance_chain_table_and_finding_read_each_seeds_own_records(mon
     assert "its stage 2 dev-selected its start (step 0): not adopted" in text
     assert "its stage 2 dev-selected step 25 (dev 40.00): adopted" in text
     assert independent.stored_chain(1)["start_digest"] == "d1"
+    assert independent.adoption() == ("dev adopted stage 2 (selected a step past its start) in 1 of the 2 "
+                                      "independent chains stored")
+    monkeypatch.setattr(converged, "run_record", lambda config: None if config.seed else record(config))
+    assert independent.adoption().endswith("in 0 of the 1 independent chain stored, so AutoRegEmbed is its "
+                                           "compression stage alone in every one")
+    monkeypatch.setattr(converged, "run_record", lambda config: None)
+    assert independent.adoption() == "no independent chain's stage 2 is stored yet (0 of 3 seeds)"
     with pytest.raises(ValueError, match="unknown stage"):
         independent.run([0], ["stage3"])

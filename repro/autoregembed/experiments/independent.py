@@ -191,6 +191,18 @@ def finding(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m") -> str
     return f"{len(done)} of {len(seeds)} independent seeds are stored: " + "; ".join(parts)
 
 
+def adoption(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m") -> str:
+    """In how many stored chains dev adopted stage 2 (selected a step past its start), in words."""
+    table = chain_table(seeds, backbone)
+    if "stage 2 selected step" not in table or table["stage 2 selected step"].isna().all():
+        return f"no independent chain's stage 2 is stored yet (0 of {len(seeds)} seeds)"
+    steps = table["stage 2 selected step"].dropna()
+    adopted = int((steps > 0).sum())
+    return (f"dev adopted stage 2 (selected a step past its start) in {adopted} of the {len(steps)} independent "
+            f"chain{'s' if len(steps) != 1 else ''} stored"
+            + ("" if adopted else ", so AutoRegEmbed is its compression stage alone in every one"))
+
+
 PAPER_STAGE1 = (16_382, 2, 32)  # the paper's stage 1 (quoted): PwC-Unique examples, epochs, batch
 PAPER_STAGE2 = (50_000, 4)  # the paper's stage 2 (quoted): MEDI-NLI triplets, epochs
 

@@ -398,6 +398,15 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     assert len(statements) == 2 and statements["comparisons"].sum() == len(rows)  # one verdict per statement
     itself = rows.iloc[:2].assign(ours=[0.0, 3.0], verdict=["not testable (the same model on both sides)", "supported"])
     assert ledger_statements.statements(ledger.adjusted(itself))["ours"].tolist() == ["+3.00"]  # itself: no range end
+    # a statement measured in two units (a correlation and a log frequency) shows one range per unit, each named;
+    # a statistic's own unit is named even alone, a score's points only beside another unit
+    mixed = rows.iloc[:2].assign(ours=[0.25, 2.5], metric=["rho", "log-frequency"])
+    assert ledger_statements.statements(ledger.adjusted(mixed))["ours"].tolist() == ["+0.25 (rho); +2.50 (nats)"]
+    cka = rows.iloc[:2].assign(ours=[13.0, 15.0], metric="CKA")
+    assert ledger_statements.statements(ledger.adjusted(cka))["ours"].tolist() == ["+13.00 to +15.00 (CKA x100)"]
+    score_and_rho = rows.iloc[:2].assign(ours=[3.0, 0.2], metric=["", "rho"])
+    assert ledger_statements.statements(ledger.adjusted(score_and_rho))["ours"].tolist() == [
+        "+3.00 (points x100); +0.20 (rho)"]
     counts = ledger_statements.verdict_counts(pd.concat([statements, statements.iloc[:1].assign(verdict="untestable",
                                                                                      statement="another")]))
     assert counts.loc[(ledger.PAPERS[1], ledger.HEADLINE)].to_dict() == {"supported": 2, "untestable": 1}

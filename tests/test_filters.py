@@ -182,6 +182,15 @@ def test_frequency_claims_need_all_three_shifts_and_no_margin():
     assert len(aligned) == 3 and set(aligned["verdict at our scale"]) == {"supported"}
     # the differences are a correlation and a log frequency, far below the score margin of 1 point: still decided
     assert (aligned["difference"].abs() < 1).all() and (aligned["margin"] == 0).all()
+    # each row names its family, whose margin is the declared one, and the glossary's table lists each family
+    from repro.crosspaper.margins import margins_table
+    from repro.verdicts.rule import STATISTIC_MARGINS
+
+    assert aligned["metric"].tolist() == ["rho", "rho", "log-frequency"]
+    assert [STATISTIC_MARGINS[m] for m in aligned["metric"]] == aligned["margin"].tolist()
+    table = margins_table().set_index("metric family")
+    assert {"CKA", "rho", "log-frequency", "band-alignment"} <= set(table.index)
+    assert table.loc["log-frequency", "metric"].endswith("(nats)") and table.loc["rho", "margin"] == 0
     assert set(with_adjusted_p(aligned)["verdict at our scale"]) == {"supported"}
     reversed_ = frequency_claims({"b": _probe(0.4, 0.6, 0.002, 0.002, -0.5)})
     assert statement_verdict(reversed_["verdict at our scale"]) == "contradicted"

@@ -14,7 +14,7 @@ from repro.verdicts.wording import p_text
 
 COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",
-           "units a side for 2x margin", "task category", "tasks", "p (MixedLM)"]
+           "units a side for 2x margin", "task category", "tasks", "p (MixedLM)", "metric"]
 HEADLINE, ABLATION = "headline", "ablation"
 
 
@@ -66,7 +66,10 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         "task category": claims["category"].where(claims["category"].isin(list(MARGINS)), ""),
         "tasks": pd.to_numeric(claims["paired"], errors="coerce").where(claims["category"].isin(list(MARGINS)))
         if "paired" in claims else float("nan"),
-        "p (MixedLM)": claims["p (MixedLM)"] if "p (MixedLM)" in claims else float("nan")})
+        "p (MixedLM)": claims["p (MixedLM)"] if "p (MixedLM)" in claims else float("nan"),
+        # the family of what "ours" measures: a statistic's own (its unit and margin, verdicts.rule.UNITS), else ""
+        # (points x100 of a score)
+        "metric": claims["metric"].fillna("") if "metric" in claims else ""})
 
 
 # a measured claim is shown as a measurement, never counted among the tested statements (verdicts.is_tested)
@@ -83,7 +86,7 @@ def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str,
                           "expected": "better", "p": float("nan"), "margin side": "", "verdict": verdict,
                           "page": page, "current": True, "margin": float("nan"), "90% CI": "",
                           "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"), "task category": "",
-                          "tasks": float("nan"), "p (MixedLM)": float("nan")}],
+                          "tasks": float("nan"), "p (MixedLM)": float("nan"), "metric": ""}],
                         columns=COLUMNS)
 
 

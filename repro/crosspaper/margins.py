@@ -10,7 +10,16 @@ import pandas as pd
 from repro.crosspaper.ledger_paper2 import edge_task_differences
 from repro.pooling_attention.claims import TABLE_CLAIMS
 from repro.pooling_attention.converged import converged_scores
-from repro.verdicts.rule import MARGIN, MARGIN_REASONS, MARGINS, METRICS, margin_for
+from repro.verdicts.rule import (
+    MARGIN,
+    MARGIN_REASONS,
+    MARGINS,
+    METRICS,
+    STATISTIC_MARGINS,
+    STATISTIC_REASONS,
+    UNITS,
+    margin_for,
+)
 
 MODELS = (1, 2, 3, 4, 5)
 
@@ -28,9 +37,9 @@ def run_sds(backbone: str = "smollm2-135m", models=MODELS) -> pd.DataFrame:
 
 
 def margins_table(backbone: str = "smollm2-135m") -> pd.DataFrame:
-    """One row per metric family (task category): its metric, the declared margin, the measured run-to-run SD
-    range over the designs (and the runs and tasks behind it) and the reason for the margin; a last row for means
-    over mixed categories."""
+    """One row per metric family: each task category (its metric, the declared margin, the measured run-to-run SD
+    range over the designs, and the runs and tasks behind it, and the reason for the margin), each statistic that is
+    not a score (its unit, margin and reason), and a last row for means over mixed categories."""
     sds = run_sds(backbone)
     rows = []
     for category, margin in MARGINS.items():
@@ -38,13 +47,16 @@ def margins_table(backbone: str = "smollm2-135m") -> pd.DataFrame:
         measured = (f"{part['run SD'].min():.2f}-{part['run SD'].max():.2f} over {len(part)} designs "
                     f"({int(part['runs'].min())}-{int(part['runs'].max())} runs each, {int(part['tasks'].iloc[0])} "
                     f"task{'s' if int(part['tasks'].iloc[0]) != 1 else ''})" if len(part) else "not measured here")
-        rows.append({"metric family": category, "metric (x100)": METRICS[category], "margin": margin,
+        rows.append({"metric family": category, "metric": f"{METRICS[category]} x100", "margin": margin,
                      f"run-to-run SD measured ({backbone}, converged designs)": measured,
                      "why this margin": MARGIN_REASONS[category]})
-    rows.append({"metric family": "a mean over mixed categories; a statistic that is not a score",
-                 "metric (x100)": "-", "margin": MARGIN,
+    for family, margin in STATISTIC_MARGINS.items():  # statistics that are not scores, each in its own unit
+        rows.append({"metric family": family, "metric": UNITS[family], "margin": margin,
+                     f"run-to-run SD measured ({backbone}, converged designs)": "- (deterministic states)",
+                     "why this margin": STATISTIC_REASONS[family]})
+    rows.append({"metric family": "a mean over mixed categories", "metric": "points x100", "margin": MARGIN,
                  f"run-to-run SD measured ({backbone}, converged designs)": "-",
-                 "why this margin": "the smallest of the families' margins"})
+                 "why this margin": "the smallest of the score families' margins"})
     return pd.DataFrame(rows)
 
 

@@ -23,6 +23,7 @@ from repro.verdicts.rule import (
     base_verdict,
     is_tested,
     statement_verdict,
+    unit_of,
 )
 
 ANY = {LAST_LAYER}  # statements of existence: supported by any one of their comparisons
@@ -43,16 +44,26 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
         else:
             verdict = statement_verdict(verdicts)
         verdict += _few_tasks(part) if is_tested(verdict) else ""
-        ours = pd.to_numeric(part["ours"], errors="coerce").where(part["verdict"].ne(SAME_MODEL))  # 0 by definition
         rows.append({"paper": paper, "statement": statement, "tier": part["tier"].iloc[0],
-                     "comparisons": len(part), "ours": (f"{ours.min():+.2f}" if ours.nunique() <= 1 else
-                                                        f"{ours.min():+.2f} to {ours.max():+.2f}") if ours.notna().any()
-                     else "", "paper (quoted)": _quotes(part["paper (quoted)"]),
+                     "comparisons": len(part), "ours": ours_range(part), "paper (quoted)": _quotes(part["paper (quoted)"]),
                      "deciding p (BH)": _deciding_p(part, verdict),
                      "verdict": verdict, "power": _power_text(part) if base_verdict(verdict) == INCONCLUSIVE else "",
                      "MixedLM (sensitivity)": _mixed_model(part),
                      "pages": ", ".join(dict.fromkeys(part["page"]))})
     return pd.DataFrame(rows)
+
+
+def ours_range(part: pd.DataFrame) -> str:
+    """The range of a statement's differences (a model against itself left out: its 0 is no measurement), one range
+    per unit where its comparisons measure in more than one (e.g. a correlation and a log frequency), each named."""
+    ours = pd.to_numeric(part["ours"], errors="coerce").where(part["verdict"].ne(SAME_MODEL))  # 0 by definition
+    metric = part["metric"].fillna("").astype(str) if "metric" in part else pd.Series("", index=part.index)
+    ranges = []
+    for family in dict.fromkeys(metric[ours.notna()]):
+        values = ours[ours.notna() & metric.eq(family)]
+        text = f"{values.min():+.2f}" if values.nunique() <= 1 else f"{values.min():+.2f} to {values.max():+.2f}"
+        ranges.append(text + (f" ({unit_of(family)})" if metric[ours.notna()].nunique() > 1 or family else ""))
+    return "; ".join(ranges)
 
 
 QUOTES = " | "  # between the quotes of a statement's comparisons (e.g. PromptEOL's and Echo's gains, each labelled)

@@ -14,7 +14,7 @@ from repro.core.derived import inputs_digest, stored_statistic
 from repro.core.stats import paired_bootstrap_spearman, wilcoxon_over_tasks
 from repro.core.tasks import read_task
 from repro.embedfilter.sweep import stored_pair_similarities
-from repro.verdicts.rule import FIRST_BETTER, SECOND_BETTER, SIGNIFICANT, claim_row
+from repro.verdicts.rule import FIRST_BETTER, SECOND_BETTER, SIGNIFICANT, claim_row, margin_for
 
 
 def tests_against_raw(scores: pd.DataFrame, variants: Sequence[str]) -> pd.DataFrame:
@@ -131,11 +131,11 @@ def tokenization_comparison(pieces: pd.DataFrame, official: pd.DataFrame,
 
 FREQUENCY = ("raw embeddings align with frequent tokens in vocabulary space, and the filter removes that alignment "
              "(the paper's key observation)")
-NO_MARGIN = 0.0  # the frequency measures are not scores: no practical margin is declared, a significant shift counts
 
 
-def _frequency_test(name: str, difference: float, p, units: str) -> dict:
-    test = {"test": name, "difference": float(difference), "margin": NO_MARGIN, "units": units}
+def _frequency_test(name: str, difference: float, p, units: str, family: str) -> dict:
+    """A frequency statistic's test record, at the declared margin of its family (not a score: its own unit)."""
+    test = {"test": name, "difference": float(difference), "margin": margin_for(family), "units": units}
     if p is None or pd.isna(p):
         return test | {"untestable": "untestable (stored before its bootstrap p was kept: recompute the probe)"}
     return test | {"p (difference)": float(p)}
@@ -153,7 +153,8 @@ def frequency_claims(probes: dict) -> pd.DataFrame:
       filtered, Wilcoxon signed-rank over sentences.
 
     Deterministic encodes: the sentences are the units. The differences are in their own units (a correlation, a
-    log frequency), so no margin applies (``margin`` 0 on each row)."""
+    log frequency): each row names its family (``metric``) and carries that family's declared margin
+    (:data:`repro.verdicts.rule.STATISTIC_MARGINS`: none, the observation is directional)."""
     rows = []
     for backbone, record in probes.items():
         token, sentence = record["per_token"], record["per_sentence"]
@@ -161,17 +162,17 @@ def frequency_claims(probes: dict) -> pd.DataFrame:
         n = int(record["params"]["n_sentences"])
         tests = [
             ("raw Spearman(logit, log frequency) > 0", token["spearman_raw"], token.get("raw_p"),
-             "percentile bootstrap over sentences (two-sided)", [token["spearman_raw"]], [0.0]),
+             "percentile bootstrap over sentences (two-sided)", [token["spearman_raw"]], [0.0], "rho"),
             ("Spearman(logit, log frequency), raw - filtered", token["spearman_raw"] - token["spearman_filtered"],
              token.get("difference_p"), "percentile bootstrap over sentences (two-sided)", [token["spearman_raw"]],
-             [token["spearman_filtered"]]),
+             [token["spearman_filtered"]], "rho"),
             ("top-tokens' mean log frequency, raw - filtered", float((raw - filtered).mean()),
-             sentence["test"]["p"], "Wilcoxon signed-rank over sentences (two-sided)", raw, filtered),
+             sentence["test"]["p"], "Wilcoxon signed-rank over sentences (two-sided)", raw, filtered, "log-frequency"),
         ]
-        for comparison, difference, p, name, first, second in tests:
+        for comparison, difference, p, name, first, second, family in tests:
             row = claim_row(FREQUENCY, comparison, f"{backbone}, {record['params']['filter']}", "better",
-                            _frequency_test(name, difference, p, f"{n} sentences"), first, second, n)
-            rows.append(row | {"backbone": backbone, "margin": NO_MARGIN})
+                            _frequency_test(name, difference, p, f"{n} sentences", family), first, second, n)
+            rows.append(row | {"backbone": backbone, "margin": margin_for(family), "metric": family})
     return pd.DataFrame(rows)
 
 
@@ -183,16 +184,17 @@ MECHANISM = ("frequent-token features sit in particular singular directions of t
 def mechanism_claims(records: dict) -> pd.DataFrame:
     """The mechanism, per backbone, on :func:`repro.embedfilter.vocab_lens.removed_band_alignment` records: the
     removed band's frequency alignment (Spearman x100) above the random bands' of the same size (one-sided: the
-    share of random bands aligned at least as strongly). The units are random bands; a correlation has no margin."""
+    share of random bands aligned at least as strongly). The units are random bands; the family's declared margin
+    (``band-alignment``: none, the claim is directional)."""
     rows = []
     for backbone, record in records.items():
         control = np.asarray(record["random_spearman"])
         difference = 100 * (record["removed_spearman"] - control.mean())
         test = _frequency_test("random-band control (one-sided, share of random bands at least as aligned)",
-                               difference, record["p_one_sided"], f"{len(control)} random bands")
+                               difference, record["p_one_sided"], f"{len(control)} random bands", "band-alignment")
         row = claim_row(MECHANISM, "removed band vs random bands", f"{backbone}, {record['params']['filter']}",
                         "better", test, [100 * record["removed_spearman"]], 100 * control, len(control))
-        rows.append(row | {"backbone": backbone, "margin": NO_MARGIN})
+        rows.append(row | {"backbone": backbone, "margin": margin_for("band-alignment"), "metric": "band-alignment"})
     return pd.DataFrame(rows)
 
 

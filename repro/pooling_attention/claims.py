@@ -14,7 +14,7 @@ from repro.core.stats import paired_bootstrap_spearman
 from repro.core.tasks import read_task
 from repro.pooling_attention.layerwise import pair_similarities, stored_records
 from repro.verdicts.comparison import claims_table
-from repro.verdicts.rule import ALPHA, FIRST_BETTER, NOT_SIGNIFICANT, SIGNIFICANT, claim_row, tasks_test
+from repro.verdicts.rule import ALPHA, FIRST_BETTER, NOT_SIGNIFICANT, SIGNIFICANT, claim_row, margin_for, tasks_test
 
 CATEGORIES = [None, "STS", "Classification", "Clustering", "PairClassification", "Retrieval"]  # None: all tasks
 POOLING_PAIRS = [(2, 1), (3, 1), (3, 2), (5, 4)]  # Table 3: trainable / multi-layer pooling
@@ -198,8 +198,8 @@ def layer_similarity_claims(matrices: dict[str, pd.DataFrame]) -> pd.DataFrame:
         anchors = [i for i in layers if i + gap in layers and i + 1 in layers]
         near = np.array([cka.loc[i, i + 1] for i in anchors], dtype=float) * 100
         far = np.array([cka.loc[i, i + gap] for i in anchors], dtype=float) * 100
-        row = claim_row(LAYER_SIMILARITY, f"adjacent vs {gap} apart", backbone, "better", tasks_test(near, far), near,
-                        far, len(anchors))
+        row = claim_row(LAYER_SIMILARITY, f"adjacent vs {gap} apart", backbone, "better",
+                        tasks_test(near, far, margin=margin_for("CKA")), near, far, len(anchors))
         rows.append(row | {"test": "Wilcoxon signed-rank over anchor layers (two-sided)",
-                           "units": f"{len(anchors)} anchor layers"})
+                           "units": f"{len(anchors)} anchor layers", "metric": "CKA"})
     return pd.DataFrame(rows)

@@ -18,9 +18,9 @@ tasks held fixed. Deterministic (training-free) methods have no run noise: their
 (:func:`tasks_test`: the two-sided Wilcoxon signed-rank over tasks for a difference, a paired t TOST over tasks
 for equivalence).
 
-**The margins** are declared per metric family (:data:`MARGINS`, by task category; :data:`MARGIN`, 1 point x100,
-for a mean over mixed categories and for statistics that are not scores); their reasons are stored beside them
-(:data:`MARGIN_REASONS`) and shown with the run-to-run SDs measured on the stored runs in the glossary
+**The margins** are declared per metric family (:data:`MARGINS`, by task category; :data:`STATISTIC_MARGINS` for
+statistics that are not scores, each in its own unit, :data:`UNITS`; :data:`MARGIN`, 1 point x100, for a mean over
+mixed categories); their reasons are stored beside them (:data:`MARGIN_REASONS`, :data:`STATISTIC_REASONS`) and shown with the run-to-run SDs measured on the stored runs in the glossary
 (:func:`repro.crosspaper.margins.margins_table`). A margin is the smallest difference the papers themselves treat
 as a finding for that metric, raised where the run-to-run noise here could not resolve it with 3-5 runs: retrieval's
 nDCG@10 on capped corpora varies by 3-11 points between runs of one design, so its margin is 2 points. A claim whose
@@ -67,13 +67,38 @@ MARGIN_REASONS = {
     "Retrieval": "nDCG@10 on our capped corpora varies by 3-11 points between runs of one design: a 1-point margin "
                  "could not be resolved with 3-5 runs; the papers' retrieval findings are several points",
 }
+# statistics that are not task scores, by family: the margin, the unit the ledger's "ours" is in, and why (the
+# glossary's margins table shows them beside the score families)
+STATISTIC_MARGINS = {"CKA": 1.0, "rho": 0.0, "log-frequency": 0.0, "band-alignment": 0.0}
+UNITS = {"CKA": "linear CKA x100", "rho": "Spearman rho (token logit vs log corpus frequency)",
+         "log-frequency": "mean log corpus frequency of a sentence's top tokens (nats)",
+         "band-alignment": "Spearman rho x100, the removed band's minus the random bands' mean"}
+SHORT_UNITS = {"CKA": "CKA x100", "rho": "rho", "log-frequency": "nats", "band-alignment": "rho x100"}  # in tables
+STATISTIC_REASONS = {
+    "CKA": "the same 1-point (0.01) resolution as a score x100; Tang & Yang's Figure 1 contrasts adjacent layers "
+           "(CKA near 1) with distant ones tens of points lower, so the margin sits far below the effect claimed",
+    "rho": "EmbedFilter's observation is directional (raw embeddings align with frequent tokens; the filter "
+                    "lowers it) and quotes no size: none is declared, a significant shift in the claimed direction "
+                    "counts; the difference is in its own unit, never compared with a score margin",
+    "log-frequency": "as for Spearman rho: a directional observation with no quoted size, in its own unit (nats)",
+    "band-alignment": "a one-sided rank against 1,000 random bands of the same size: the claim is that the removed "
+                      "band is more aligned than chance, with no quoted size",
+}
 ALPHA = 0.05
 POWER = 0.8  # the power a detectable effect is stated at
 
 
 def margin_for(category: str | None) -> float:
-    """The declared margin of a category's main score (:data:`MARGINS`); :data:`MARGIN` for a mixed mean."""
-    return MARGINS.get(str(category), MARGIN)
+    """The declared margin of a category's main score (:data:`MARGINS`) or of a statistic family that is not a score
+    (:data:`STATISTIC_MARGINS`); :data:`MARGIN` for a mixed mean."""
+    return MARGINS.get(str(category), STATISTIC_MARGINS.get(str(category), MARGIN))
+
+
+def unit_of(family: str | None) -> str:
+    """The short unit of a difference in ``family``, as a table shows it: a statistic family's own
+    (:data:`SHORT_UNITS`; in full: :data:`UNITS`), else points x100 of a score (a task category's main score, or a
+    mean over categories)."""
+    return SHORT_UNITS.get(str(family), "points x100")
 
 
 EXPECTATIONS = ("better", "worse", "no gain", "equal")

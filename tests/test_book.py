@@ -179,6 +179,15 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     small = [(page, image["src"], round(image["shown"] / image["natural"], 2)) for page, image in figures
              if image["shown"] / image["natural"] < need]
     assert not small, f"figures shown too small to read (scale below {need:.2f}): {small}"
+    # the table standard (repro.book.table_format, repro.book.notebook.show_claims): no table wider than the text
+    # column at 1400 px, and a verdict column among the first (the index or the column that labels a row, then it)
+    tables = [(page, table) for page, shown in rendered.items() for table in shown["tables"]]
+    assert len(tables) >= 20, len(tables)  # measured
+    wide = [(page, table["width"], table["column"], table["heads"][:4]) for page, table in tables
+            if table["width"] > table["column"]]
+    assert not wide, f"tables wider than the text column: {wide}"
+    late = [(page, table["heads"][:6]) for page, table in tables if verdict_late(table["heads"])]
+    assert not late, f"verdict columns a reader must scroll to: {late}"
     assert "mjx-container" in dom("intro"), "MathJax did not typeset the math (served locally)"
     assert "mjx-container" in dom("p1_layer_correlation") and "<img" in dom("p1_layer_correlation")
     assert "<img" in dom("p1_layerwise_mteb")
@@ -218,6 +227,14 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     for key in ("supported", "contradicted", "tested"):
         assert intro[f"intro_headline_{key}"] == ledger[f"headline_{key}"], key
         assert sum(int(g[f"p{i}s_headline_{key}"]) for i, g in enumerate(summaries, 1)) <= int(intro[f"intro_headline_{key}"])
+
+
+def verdict_late(heads: list[str]) -> bool:
+    """Does a rendered table's header put its verdict column later than second after its index columns (the
+    leading blank headers) and the column that labels a row?"""
+    places = [i for i, head in enumerate(heads) if head.startswith("verdict")]
+    index = next((i for i, head in enumerate(heads) if head), len(heads))
+    return bool(places) and places[0] > index + 1
 
 
 def printed_commands(dom: str) -> list[str]:

@@ -756,12 +756,36 @@ def test_claims_view_gives_one_narrow_table_per_statement_in_order():
     view = claims_view(claims)
     assert [s for s, _ in view] == ["z first", "a second"]  # the page's order, not sorted
     # the verdict first after the row label, so it shows without scrolling
-    assert list(view[0][1].columns) == ["verdict", "category", "tasks", "units", "difference", "90% CI", "p", "BH"]
+    assert list(view[0][1].columns) == ["verdict", "tasks", "units", "difference", "90% CI", "p", "BH"]
     assert view[0][1].index.tolist() == ["5 vs 1", "5 vs 4"] and view[1][1]["verdict"].tolist() == ["supported"]
-    paged = claims_view(claims.assign(page=["Tables", "curve", "Tables"]))  # a summary page's concatenated claims
-    assert paged[0][1].columns[1] == "comparison" and paged[0][1].index.tolist() == ["Tables", "Tables"]
+    # rows are labelled by what tells them apart (never two rows with one label); what they share is said above
+    paged = claims_view(claims.assign(page=["Tables", "curve", "Tables"]))  # one page per statement here
+    assert paged[0][1].index.tolist() == ["5 vs 1", "5 vs 4"] and paged[0][1].columns[0] == "verdict"
+    mixed = claims_view(claims.assign(page=["Tables", "curve", "curve"]))  # a summary page's concatenated claims
+    assert mixed[0][1].index.tolist() == ["Tables, 5 vs 1", "curve, 5 vs 4"]
+    sizes = claims.assign(comparison="a vs b", category=["64", "x", "128"])  # one comparison at several sizes
+    assert claims_view(sizes)[0][1].index.tolist() == ["64", "128"]
     seeded = claims.assign(**{"seed spread": [0.5, np.nan, 0.4]})
     assert [list(t.columns[-2:]) for _, t in claims_view(seeded)] == [["BH", "spread"], ["p", "BH"]]
+
+
+def test_show_claims_says_what_rows_share_once_and_shows_narrow_tables(monkeypatch, capsys):
+    from repro.book import notebook
+
+    rng = np.random.default_rng(4)
+    base = rng.uniform(40, 60, 8)
+    wide = scores({1: base, 4: base + 1 + rng.uniform(0, 1, 8), 5: base + 5 + rng.uniform(0, 1, 8)})
+    claims = with_adjusted_p(claims_table(wide, [("z first", 5, 1, "STS", "better"), ("z first", 5, 4, "STS", "better")]))
+    shown = []
+    monkeypatch.setattr(notebook, "display", shown.append)
+    notebook.show_claims(claims, detail=True)
+    line, table, detail = shown
+    assert "z first" in line.data and "category: STS" in line.data and "test: " in line.data
+    assert "units" not in table.columns and table.index.tolist() == ["5 vs 1", "5 vs 4"]  # units said above
+    assert list(detail.columns[:2]) == ["mean first", "mean second"] and detail.index.tolist() == ["5 vs 1", "5 vs 4"]
+    shown.clear()
+    notebook.show_claims(claims.iloc[:0])
+    assert shown == [] and "no claim" in capsys.readouterr().out
 
 
 def test_paper2_rows_count_the_current_scope_and_keep_the_earlier_one_as_history(monkeypatch):

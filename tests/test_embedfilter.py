@@ -77,11 +77,11 @@ def test_best_variant_verdicts_follow_the_wilcoxon_tests():
     clear = _synthetic_scores({"raw": 0.0, "edge/2": 0.03, "tail/2": 0.01, "head/2": -0.02})
     tests, summary = ef_claims.best_variant_tests(clear, "edge/2", ["raw", "edge/2", "tail/2", "head/2"])
     assert set(tests["against"]) == {"raw", "tail/2", "head/2"} and (tests["mean difference"] > 0).all()
-    assert summary.iloc[0]["verdict (edge/2 is the best)"] == "supported"
+    assert summary.iloc[0]["verdict (edge/2 is the best)"] == "supported" and summary.columns[0].startswith("verdict")
     tied = _synthetic_scores({"raw": 0.0, "edge/2": 0.03, "tail/2": 0.03})  # tail ties edge up to noise
-    assert ef_claims.best_variant_tests(tied, "edge/2", ["raw", "tail/2"])[1].iloc[0, -1] != "supported"
+    assert ef_claims.best_variant_tests(tied, "edge/2", ["raw", "tail/2"])[1].iloc[0, 0] != "supported"
     worse = _synthetic_scores({"raw": 0.0, "edge/2": 0.03, "tail/2": 0.06})
-    assert ef_claims.best_variant_tests(worse, "edge/2", ["raw", "tail/2"])[1].iloc[0, -1] == "contradicted"
+    assert ef_claims.best_variant_tests(worse, "edge/2", ["raw", "tail/2"])[1].iloc[0, 0] == "contradicted"
     raw_tests = ef_claims.tests_against_raw(clear, ["edge/2", "head/2"])
     assert list(raw_tests["verdict"]) == ["significant: edge/2 better", "significant: raw better"]
     assert "mean difference vs raw" in raw_tests

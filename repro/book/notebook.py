@@ -147,8 +147,52 @@ def claims_view(claims):
 
     def narrow(part):
         empty = [c for c in optional if (part[c].isna() | part[c].astype(str).eq("")).all()]
-        table = part[[c for c in columns if c not in empty]].rename(columns=columns)
-        table = table.set_index(table.columns[0]).rename_axis(None)  # the page (or comparison) labels a row
+        keys = [c for c in LABEL_COLUMNS if c in part]
+        label = row_labels(part)
+        table = part[[c for c in columns if c not in empty and c not in keys]].rename(columns=columns)
+        table.index = pd.Index(label, name=None)  # what tells the statement's rows apart labels them
         return table[["verdict", *[c for c in table.columns if c != "verdict"]]]  # seen without scrolling
 
     return [(statement, narrow(part)) for statement, part in claims.groupby("claim (paper)", sort=False)]
+
+
+LABEL_COLUMNS = ("page", "comparison", "category")  # what may tell a statement's rows apart
+
+
+def row_labels(part: pd.DataFrame) -> list[str]:
+    """A label per row of one statement's claims: the fields of :data:`LABEL_COLUMNS` that vary between its rows,
+    joined (the first present where none varies); the fields every row shares are said once, above the table."""
+    keys = [c for c in LABEL_COLUMNS if c in part]
+    varying = [c for c in keys if part[c].astype(str).nunique() > 1] or keys[:1]
+    return part[varying].astype(str).agg(", ".join, axis=1).tolist()
+
+
+DETAIL_COLUMNS = {"mean first": "mean first", "mean second": "mean second", "95% CI (bootstrap)": "95% CI (bootstrap)",
+                  "detectable (80% power)": "detectable (80% power)",
+                  "units a side for 2x margin": "units a side for 2x margin"}
+CONSTANTS = {"page": "page", "comparison": "comparison", "category": "category", "test": "test", "expected": "expected",
+             "units": "units"}  # said once above a statement's table, where all its rows share them
+
+
+def show_claims(claims, detail: bool = False) -> None:
+    """Display a claims table within the page's text column: per statement, a line with the statement and what its
+    rows share (the test, the expected direction, the units), then its narrow table (:func:`claims_view`: verdict
+    first). ``detail`` adds each comparison's means, bootstrap interval and power (the detectable effect and the
+    units a side that twice the margin would need) as a second narrow table."""
+    if claims is None or not len(claims):
+        print("no claim has both of its sides stored yet")
+        return
+    views = dict(claims_view(claims))
+    for statement, part in claims.groupby("claim (paper)", sort=False):
+        labels = set(row_labels(part))
+        shared = {label: part[c].iloc[0] for c, label in CONSTANTS.items()
+                  if c in part and part[c].astype(str).nunique() == 1 and str(part[c].iloc[0]) not in labels}
+        line = "; ".join(f"{label}: {value}" for label, value in shared.items())
+        display(HTML(f"<p><strong>{html.escape(str(statement))}</strong>"
+                     + (f" <span class='claim-constants'>({html.escape(line)})</span>" if line else "") + "</p>"))
+        view = views[statement]
+        display(view.drop(columns=[c for c in ("units",) if "units" in shared and c in view]))
+        if detail:
+            columns = [c for c in DETAIL_COLUMNS if c in part and part[c].notna().any()]
+            if columns:
+                display(part[columns].set_axis(pd.Index(row_labels(part), name=None)))

@@ -51,6 +51,12 @@ function collect() {{
                  images: Array.prototype.map.call(doc.querySelectorAll("img"), function (img) {{
                    return {{src: img.getAttribute("src"), natural: img.naturalWidth,
                            shown: img.getBoundingClientRect().width}};
+                 }}),
+                 tables: Array.prototype.map.call(doc.querySelectorAll("main table"), function (table) {{
+                   var column = doc.querySelector("main article") || doc.querySelector("main");
+                   var heads = Array.prototype.map.call(table.querySelectorAll("thead th"), function (th) {{
+                     return th.textContent.trim(); }});
+                   return {{width: table.scrollWidth, column: column.clientWidth, heads: heads}};
                  }})}};
   }});
   document.getElementById("out").textContent = JSON.stringify(out);
@@ -69,7 +75,9 @@ pages.forEach(function (name) {{
 def rendered_pages(pages: list[Path], width: int = 1400, settle_ms: int = 4000) -> dict[str, dict]:
     """Every page (one folder) rendered by ONE Chromium run in a frame ``width`` CSS pixels wide, by file name:
     ``dom``, its DOM after its scripts ran (MathJax included: collected ``settle_ms`` of virtual time after the last
-    frame loaded), and ``images``, each image's ``src``, natural width and displayed width (CSS pixels)."""
+    frame loaded), ``images``, each image's ``src``, natural width and displayed width (CSS pixels), and ``tables``,
+    each table's full width (its ``scrollWidth``: what a reader would have to scroll through), the width of the text
+    column it sits in, and its header cells."""
     pages = [Path(page).resolve() for page in pages]
     folder = pages[0].parent
     with tempfile.NamedTemporaryFile("w", suffix=".html", dir=folder, delete=False) as wrapper:

@@ -45,7 +45,8 @@ def tests_against(scores: pd.DataFrame, variants: Sequence[str], baseline: str) 
 
 def best_variant_tests(scores: pd.DataFrame, candidate: str, others: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Is ``candidate`` the best variant? It against each of ``others`` (Wilcoxon over tasks), per backbone x
-    prompt, and a verdict: supported only if it is significantly better than every other one."""
+    prompt, and a verdict (the summary's first column): supported only if it is significantly better than every
+    other one."""
     tests = pd.concat([tests_against(scores, [candidate], other) for other in others if other != candidate],
                       ignore_index=True)
     better = tests["verdict"].eq(f"{SIGNIFICANT}{candidate} better")
@@ -55,7 +56,7 @@ def best_variant_tests(scores: pd.DataFrame, candidate: str, others: Sequence[st
     summary[f"verdict ({candidate} is the best)"] = [
         "supported" if r.significantly_better == r.compared else
         ("contradicted" if r.significantly_worse else "not supported at this scale") for r in summary.itertuples()]
-    return tests, summary
+    return tests, summary[[summary.columns[-1], *summary.columns[:-1]]]  # the verdict first
 
 
 def bootstrap_against_raw(runs: Sequence[tuple[str, str]], scores: pd.DataFrame, variants: Sequence[str],

@@ -249,3 +249,26 @@ def test_rank_lists_are_written_as_runs_so_the_leaderboard_column_stays_narrow()
 
     assert rank_ranges([14, 2, 3, 4, 5, 8, 10, 11, 12]) == "2-5, 8, 10-12, 14"
     assert rank_ranges([3, 4]) == "3, 4" and rank_ranges([7]) == "7"
+
+
+def test_a_training_free_side_is_one_fixed_value_and_its_test_is_one_sample():
+    from repro.verdicts.run_units import FIXED
+    from repro.verdicts.seeds import seeded_claims
+
+    rng = np.random.default_rng(3)
+    tasks = [f"t{i}" for i in range(6)]
+    rows = [{"model": "trained", "seed": s, "unit": f"stage 1 {s}", "task": t, "category": "STS",
+             "score": 60 + s + rng.normal(0, 0.2)} for s in range(3) for t in tasks]
+    rows += [{"model": "prompt", "seed": 0, "unit": FIXED, "task": t, "category": "STS", "score": 50.0} for t in tasks]
+    frame = pd.DataFrame(rows)
+    test = run_comparison(frame, "trained", "prompt", "STS")
+    assert test["units"] == "3 runs vs one fixed model" and test["test"].startswith("one-sample t-test")
+    assert test["difference"] == pytest.approx(11.0, abs=0.3) and test["p (difference)"] < 0.01
+    row = seeded_claims(frame, [("x", "trained", "prompt", "STS", "better")]).iloc[0]
+    assert row["verdict at our scale"] == "supported" and row["units"] == "3 runs vs one fixed model"
+    # two runs against the fixed value: too few, as for any trained side
+    two = frame[~((frame.model == "trained") & (frame.seed == 2))]
+    assert "untestable" in seeded_claims(two, [("x", "trained", "prompt", "STS", "better")]).iloc[0]["verdict at our scale"]
+    # the same rows without the FIXED unit are one training run: untestable, never a one-sample test
+    unfixed = frame.assign(unit=frame["unit"].replace(FIXED, "seed 0"))
+    assert run_comparison(unfixed, "trained", "prompt", "STS")["units"] == "3 vs 1 runs"

@@ -70,12 +70,14 @@ def current_wide(wide: pd.DataFrame, rule_scores: pd.DataFrame) -> pd.DataFrame:
     """The *Tables 1-2* page's (category, task) x method frame with its trained methods (the contrastive baselines,
     compression only, AutoRegEmbed: superseded runs of a fixed length) replaced by the budget rule's, averaged over
     their seeds (``rule_scores``: :func:`repro.autoregembed.experiments.converged.final_scores`); the training-free
-    methods stay. Unchanged while nothing is stored under the rule."""
+    methods stay (as the Tables 1-2 page scores them, where ``rule_scores`` also holds them). Unchanged while nothing
+    is stored under the rule."""
     if not len(rule_scores):
         return wide
     rule = rule_scores.pivot_table(index=["category", "task"], columns="model", values="score", aggfunc="mean")
     trained = [m for m in wide.columns if "in-batch" in str(m) or m in ("compression only", "AutoRegEmbed")]
-    return wide.drop(columns=trained).join(rule, how="left")
+    kept = wide.drop(columns=trained)
+    return kept.join(rule.drop(columns=[m for m in rule.columns if m in kept.columns]), how="left")  # one source each
 
 
 def table_claims(wide: pd.DataFrame) -> pd.DataFrame:

@@ -99,6 +99,7 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
                  f"one per seed; stored seeds {', '.join(map(str, stored))} of {len(p3_independent.SEEDS)}), each with "
                  f"its own dev-selected stage 2; the budget-rule page's best contrastive baseline, seeds "
                  f"{', '.join(map(str, sorted(chains[chains['model'] == p3_converged.BASELINE]['seed'].unique())))};"
+                 f" the untrained backbone's last token and PromptEOL (training-free, one fixed value each);"
                  f" '{c['suite']}' suite")
         claims = [x for x in p3_independent.CLAIMS if {x[1], x[2]} <= set(chains.model)]
         parts.append(from_claims(3, seeded_claims(chains, claims), scale, "p3_converged"))

@@ -66,12 +66,22 @@ def same_model(frame: pd.DataFrame, a, b) -> bool:
     return bool(np.isfinite(values).all() and (values == values[:, :1]).all())
 
 
+FIXED = "fixed (training-free)"  # the unit of a deterministic model's rows in a runs frame: one fixed value, no run
+
+
+def is_fixed(frame: pd.DataFrame, model) -> bool:
+    """Is ``model`` a fixed (training-free, deterministic) model in ``frame``: its rows' ``unit`` is :data:`FIXED`?"""
+    rows = frame[frame["model"] == model]
+    return "unit" in frame and len(rows) > 0 and bool(rows["unit"].eq(FIXED).all())
+
+
 def run_comparison(frame: pd.DataFrame, a, b, category: str | None = None, margin: float | None = None) -> dict:
     """:func:`runs_test` of ``a`` vs ``b`` on the category's per-run means, with the tasks it used (``margin``:
-    default the category's, :func:`margin_for`)."""
+    default the category's, :func:`margin_for`). A fixed ``b`` (:func:`is_fixed`: a training-free model, one value
+    on the same tasks) is tested by the one-sample test of ``a``'s runs against it."""
     margin = margin_for(category) if margin is None else margin
     x, y, tasks = per_run_means(frame, a, b, category)
-    test = runs_test(x.to_numpy(), y.to_numpy(), margin) | {"tasks": tasks}
+    test = runs_test(x.to_numpy(), y.to_numpy(), margin, fixed=is_fixed(frame, b)) | {"tasks": tasks}
     if len(x) and same_model(frame, a, b):
         test["same model"] = True
     return test

@@ -34,13 +34,16 @@ from dataclasses import replace
 import pandas as pd
 
 from repro.autoregembed import train as ar_train
+from repro.autoregembed.claims import BEATS_PROMPTS, COMPRESSION_BEATS
 from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.autoregembed.data import read_stage1, split_align
 from repro.autoregembed.experiments import converged, search
+from repro.autoregembed.experiments.baselines import stored_untrained
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
 from repro.core.scoring import stored_per_task
 from repro.store.runs import ensure_trained
 from repro.training import budget
+from repro.verdicts.run_units import FIXED
 
 PRINCIPLED = {"template": "official", "cut": "head_tail", "bos": "tokenizer"}
 SEEDS = (0, 1, 2)
@@ -228,8 +231,9 @@ def final_scores(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m", s
     """The independent chains' stored scores on the budget-rule page's final suite and tasks (model, seed, unit,
     task, category, score x100): compression only from each seed's own stage 1, AutoRegEmbed from its stage 2 (its
     stage 1 where dev selected the start), both with the stage-1 weights digest as their unit (distinct per seed),
-    beside the budget-rule page's best contrastive baseline at its seeds (independent runs); records keyed
-    (model, seed, task). A seed with a task missing is left out (no mixed task sets)."""
+    beside the budget-rule page's best contrastive baseline at its seeds (independent runs) and the untrained
+    backbone's last token and PromptEOL (training-free: unit :data:`~repro.verdicts.run_units.FIXED`, one value);
+    records keyed (model, seed, task). A seed with a task missing is left out (no mixed task sets)."""
     frames, records = [], {}
     for seed in seeds:
         align = stage2_config(seed, backbone)
@@ -248,8 +252,20 @@ def final_scores(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m", s
         baseline, found = converged.final_scores(search.base_config(backbone), converged.SEEDS, suite, tasks)
         frames.append(baseline[baseline["model"] == converged.BASELINE])
         records.update({k: r for k, r in found.items() if k[0] == converged.BASELINE})
+        untrained = stored_untrained(backbone, suite, converged.EVAL_MAX_LENGTH)
+        for label in FIXED_REFERENCES:  # training-free: one fixed value a side, where stored on every task
+            found = {t: untrained[label][t] for t in tasks if t in untrained[label]}
+            if len(found) == len(tasks):
+                frames.append(converged.task_frame(found, model=label, seed=0, unit=FIXED))
+                records.update({(label, 0, t): r for t, r in found.items()})
     columns = ["model", "seed", "unit", "task", "category", "score"]
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)), records
 
 
-CLAIMS = converged.CLAIMS  # alignment over compression only, and against contrastive training: STS and retrieval
+FIXED_REFERENCES = ("last token", "PromptEOL")  # the untrained backbone's training-free methods the claims compare
+# alignment over compression only, and against contrastive training (converged.CLAIMS); compression only against the
+# untrained last token, AutoRegEmbed against PromptEOL (training-free: one-sample tests of the chains' runs): STS and
+# retrieval each
+CLAIMS = converged.CLAIMS + [(claim, a, b, category, "better") for claim, a, b in (
+    (COMPRESSION_BEATS, converged.COMPRESSION, "last token"), (BEATS_PROMPTS, converged.AUTOREG, "PromptEOL"))
+    for category in ("STS", "Retrieval")]

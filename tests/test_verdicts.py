@@ -108,6 +108,12 @@ def test_a_model_against_itself_is_not_testable():
             for m, seeds in (("stage 2", (0, 1, 2)), ("stage 1", (0,))) for s in seeds for i in range(9)]
     test = run_comparison(pd.DataFrame(rows), "stage 2", "stage 1")
     assert decide(test, "better") == SAME_MODEL
+    # independent chains: each seed's stage 2 kept its own stage 1, so each pair of runs is one model
+    chains = [{"model": m, "seed": s, "task": f"t{i}", "category": "STS", "score": 50.0 + i + 3 * s}
+              for m in ("stage 2", "stage 1") for s in (0, 1, 2) for i in range(9)]
+    assert decide(run_comparison(pd.DataFrame(chains), "stage 2", "stage 1"), "better") == SAME_MODEL
+    moved = [r | {"score": r["score"] + 0.5} if r["model"] == "stage 2" and r["seed"] == 1 else r for r in chains]
+    assert decide(run_comparison(pd.DataFrame(moved), "stage 2", "stage 1"), "better") != SAME_MODEL
 
 
 def test_one_verdict_per_statement():

@@ -57,13 +57,22 @@ def per_run_means(frame: pd.DataFrame, a, b, category: str | None = None) -> tup
 
 def same_model(frame: pd.DataFrame, a, b) -> bool:
     """Are ``a`` and ``b`` one model: every run of either scores every task exactly as every other run (e.g. a
-    stage 2 whose dev selection kept the stage-1 weights in every run, against that stage 1)?"""
+    stage 2 whose dev selection kept the stage-1 weights in every run, against that stage 1), or each run of ``a``
+    scores every task exactly as the run of ``b`` of the same seed (each chain's stage 2 is its own stage 1)?"""
     part = frame[frame["model"].isin([a, b])]
     wide = part.pivot_table(index="task", columns=["model", "seed"], values="score", aggfunc="first")
     if wide.empty or a not in wide.columns.get_level_values(0) or b not in wide.columns.get_level_values(0):
         return False
     values = wide.to_numpy()
-    return bool(np.isfinite(values).all() and (values == values[:, :1]).all())
+    if not np.isfinite(values).all():
+        return False
+    if (values == values[:, :1]).all():
+        return True
+    # or run by run: each seed of a is the same seed of b (e.g. every independent chain's stage 2 kept its own
+    # stage 1's weights), on the same seeds
+    first, second = wide[a], wide[b]
+    return (set(first.columns) == set(second.columns)
+            and all((first[seed] == second[seed]).all() for seed in first.columns))
 
 
 FIXED = "fixed (training-free)"  # the unit of a deterministic model's rows in a runs frame: one fixed value, no run

@@ -277,8 +277,7 @@ def paper3_budget_hours(backbone: str) -> dict[str, float]:
     runs = runs[[(m, s) in set(zip(frame["model"], frame["seed"])) for m, s in zip(runs["method"], runs["seed"])]]
     stage1 = p3_converged.compression_config(base)
     record = None if stage1 is None else load_result(AUTOREG_RUNS, ar_run_params(stage1))
-    first = 0.0 if record is None else (record["summary"]["train_seconds"]  # steps + evaluations, as the runs'
-                                        + record["summary"].get("eval_seconds", 0.0)) / 3600
+    first = _run_hours(record)  # steps + evaluations, as the runs'
     hours = ({BUDGET_IDS[p3_converged.COMPRESSION]: first} if record is not None and p3_converged.AUTOREG in rows
              else {})
     for method, part in runs.groupby("method"):  # the runs behind the row's scores

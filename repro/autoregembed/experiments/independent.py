@@ -37,7 +37,7 @@ from repro.autoregembed import train as ar_train
 from repro.autoregembed.claims import BEATS_PROMPTS, COMPRESSION_BEATS
 from repro.autoregembed.config import AlignConfig, CompressConfig
 from repro.autoregembed.data import read_stage1, split_align
-from repro.autoregembed.experiments import converged, search
+from repro.autoregembed.experiments import ablations, converged, search
 from repro.autoregembed.experiments.baselines import stored_untrained
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
 from repro.core.scoring import stored_per_task
@@ -82,7 +82,30 @@ def stage2_config(seed: int, backbone: str = "smollm2-135m", template: dict | No
     return budget.under_budget_rule(align, search.CAP)
 
 
-STAGES = ("stage1", "stage2", "scores")
+# The ablations run on every chain (>= 3 independent seeds each): Table 3's rows in the paper's order (without
+# alignment is the chain's compression only), strategies 1-4 and the reference added, then the temperature x beta
+# cells the tested Appendix F claims need (tau 1.0 against 0.05, beta 0.05 and 0.2 against 0.1, and tau 0.1 with beta
+# 0.2 for "together"); the rest of the grid stays the ablation page's one run, labelled so.
+ABLATIONS = ("no-compression", "js", "kl", "logsigmoid", "tanh", "strategy1", "strategy2", "strategy3", "strategy4",
+             "reference-code")
+ABLATION_GRID = ((1.0, 0.1), (0.05, 0.05), (0.05, 0.2), (0.1, 0.2))
+
+
+def ablation_configs(seed: int, backbone: str = "smollm2-135m") -> dict[str, AlignConfig]:
+    """Variant id (:data:`ABLATIONS`, then :func:`~.ablations.grid_id` of :data:`ABLATION_GRID`) -> the stage-2
+    configuration of seed ``seed``'s chain with that one change (same stage 1, data, rule and seed)."""
+    base = stage2_config(seed, backbone)
+    configs = {variant: ablations.ablation_config(variant, base) for variant in ABLATIONS}
+    return configs | {ablations.grid_id(t, b): replace(base, temperature=t, beta=b) for t, b in ABLATION_GRID}
+
+
+def is_start(config: AlignConfig) -> bool:
+    """Whether ``config``'s stored stage-2 run dev-selected the stage-1 model it started from (then it *is* that
+    compression only, scored once as such); never for a run without stage 1, whose start is the untrained backbone."""
+    return config.compress is not None and converged.selects_start(config)
+
+
+STAGES = ("stage1", "stage2", "scores", "ablations")
 # the page's tasks first, then the leaderboard's other tasks: a run folder does not outlive its session, so a chain is
 # scored on every task a leaderboard row needs while its weights are at hand
 SCORED_TASKS = list(dict.fromkeys([*converged.TASKS, *converged.LEADERBOARD_TASKS]))
@@ -91,7 +114,8 @@ SCORED_TASKS = list(dict.fromkeys([*converged.TASKS, *converged.LEADERBOARD_TASK
 def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "smollm2-135m") -> None:
     """Train (or resume) each seed's chain, stage by stage, and score it on the budget-rule page's final suite
     (:data:`SCORED_TASKS`: the page's tasks, then the leaderboard's): compression only from the seed's stage 1, and
-    its stage 2 unless that dev-selected its start (then it *is* its stage 1)."""
+    its stage 2 unless that dev-selected its start (then it *is* its stage 1); then the chain's ablations
+    (:func:`ablation_configs`), each scored on the page's tasks unless it dev-selected its start."""
     unknown = set(stages) - set(STAGES)
     if unknown:
         raise ValueError(f"unknown stage(s) {sorted(unknown)}; valid: {', '.join(STAGES)}")
@@ -104,6 +128,11 @@ def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "s
         if "scores" in stages:
             for config in (align.compress, *(() if converged.selects_start(align) else (align,))):
                 evaluate_autoreg(config, converged.FINAL_SUITE, SCORED_TASKS, converged.EVAL_MAX_LENGTH)
+        if "ablations" in stages:  # each trained, then scored on the page's tasks unless it is compression only
+            for config in ablation_configs(seed, backbone).values():
+                ensure_trained(ar_train.run_spec(config))
+                if not is_start(config):
+                    evaluate_autoreg(config, converged.FINAL_SUITE, converged.TASKS, converged.EVAL_MAX_LENGTH)
 
 
 def main(argv=None) -> None:

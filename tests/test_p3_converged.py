@@ -357,3 +357,61 @@ def test_the_fair_chance_chain_table_and_finding_read_each_seeds_own_records(mon
     assert independent.adoption() == "no independent chain's stage 2 is stored yet (0 of 3 seeds)"
     with pytest.raises(ValueError, match="unknown stage"):
         independent.run([0], ["stage3"])
+
+
+def test_chain_ablations_are_runs_of_their_own_chain_and_a_start_selected_variant_is_compression_only(monkeypatch):
+    """The chains' ablations: each variant is a stage 2 from its own chain's stage 1 (one change to that chain's
+    full loss); one that dev-selected its start is that chain's compression only (so against compression only it is
+    not testable), one trained without stage 1 is its own unit, and a statement with 3 chains a side is tested."""
+    import numpy as np
+    import pandas as pd
+
+    from repro.autoregembed.experiments import chain_ablations, independent
+    from repro.autoregembed.experiments.ablations import COMPRESSION_ONLY, LABELS
+    from repro.verdicts.seeds import seeded_claims
+
+    tasks = ["STSBenchmark", "SICK-R", "STS12"]
+    configs = {seed: independent.ablation_configs(seed) for seed in independent.SEEDS}
+    for seed, variants in configs.items():  # one change each to the chain's own full loss
+        full = independent.stage2_config(seed)
+        assert variants["kl"].compress == full.compress == independent.stage1_config(seed)
+        assert variants["kl"].divergence == "kl" and variants["no-compression"].compress is None
+        assert variants["tau1.0-beta0.1"].temperature == 1.0 and variants["tau1.0-beta0.1"].seed == seed
+    rng = np.random.default_rng(0)
+    chains = pd.concat([pd.DataFrame({"model": model, "seed": seed, "unit": f"stage 1 d{seed}", "task": tasks,
+                                      "category": "STS", "score": 50.0 + seed + rng.normal(0, 0.1, 3)})
+                        for seed in independent.SEEDS for model in (converged.COMPRESSION, converged.AUTOREG)])
+    chains.loc[chains.model == converged.AUTOREG, "score"] = chains.loc[chains.model == converged.COMPRESSION,
+                                                                        "score"].to_numpy()  # stage 2 kept stage 1
+    monkeypatch.setattr(independent, "final_scores", lambda *a, **k: (chains, {}))
+
+    def record(config):  # KL kept its start everywhere; JS adopted step 25; no-compression its own runs; rest: none
+        if config.divergence == "kl":
+            return {"summary": {"selected_step": 0, "selected_signal": 40.0}}
+        if config.divergence == "js" or config.compress is None:
+            return {"summary": {"selected_step": 25, "selected_signal": 41.0}}
+        return None if config.compress is not None and config != independent.stage2_config(config.seed) else {
+            "summary": {"selected_step": 0, "selected_signal": 40.0}}
+
+    def stored(config, suite, tasks_):
+        shift = -20.0 if config.divergence == "js" else -30.0
+        return {t: {"rows": [{"main_score": (50.0 + config.seed + shift + i * 0.01) / 100}]} for i, t in enumerate(tasks_)}
+
+    monkeypatch.setattr(converged, "run_record", record)
+    monkeypatch.setattr(converged, "stored_scores", stored)
+    status = chain_ablations.status()
+    assert (status.loc[LABELS["kl"]] == "start (= compression only)").all()
+    assert (status.loc[LABELS["js"]] == "step 25 (dev 41.00)").all()
+    assert (status.loc[LABELS["tanh"]] == "not trained").all()
+    frame = chain_ablations.scores(tasks=tasks)
+    kl = frame[frame.model == LABELS["kl"]].set_index(["seed", "task"]).score
+    assert kl.equals(frame[frame.model == COMPRESSION_ONLY].set_index(["seed", "task"]).score)
+    units = frame.groupby("model").unit.nunique()
+    assert units[LABELS["js"]] == 3 and units[LABELS["no-compression"]] == 3
+    assert not set(frame[frame.model == LABELS["no-compression"]].unit) & set(chains.unit)  # its own runs
+    table = seeded_claims(frame, chain_ablations.claims(frame)).set_index("comparison")
+    assert table.loc[f"{LABELS['kl']} vs {LABELS['full']}", "verdict at our scale"].startswith("not testable")
+    js = table.loc[f"{LABELS['js']} vs {LABELS['full']}"]
+    assert js["units"] == "3 vs 3 runs" and js["verdict at our scale"].startswith("supported")
+    assert chain_ablations.finding().startswith("9 of the 42 ablation runs on the independent chains are trained")
+    assert "3 dev-selected their start" in chain_ablations.finding() and "6 adopted" in chain_ablations.finding()

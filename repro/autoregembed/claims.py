@@ -227,17 +227,27 @@ def measured_spread(curve: pd.DataFrame) -> tuple[float, str]:
         f"{row['largest seed spread']:.2f}{'; the other methods: ' + others if others else ''}).")
 
 
-def ablation_claims(wide: pd.DataFrame, full: str = FULL_VARIANT) -> pd.DataFrame:
-    """Table 3 / appendices: every variant (not the temperature x beta grid) is worse than the full loss, except
-    those the paper calls similar (:data:`SIMILAR`, judged by equivalence) and the code checks."""
-    grid = grid_cells(wide.columns)
-    variants = [v for v in wide.columns if v != full and v not in grid]
+def ablation_claim_list(models, full: str = FULL_VARIANT) -> tuple[list[tuple], list]:
+    """Table 3 / appendices as ``(claim, a, b, category, expected)`` over the variant labels among ``models``, with
+    each claim's quoted STS average (or None): every variant (not the temperature x beta grid) is worse than the full
+    loss, except those the paper calls similar (:data:`SIMILAR`, judged by equivalence) and the code checks; and the
+    two removals against each other (:data:`CONTRIBUTIONS`)."""
+    models = list(models)
+    grid = grid_cells(models)
+    variants = [v for v in models if v != full and v not in grid]
     claims = [CODE_CHECKS[v](v, full) if v in CODE_CHECKS else (SIMILAR[v], v, full, "STS", "equal") if v in SIMILAR
               else (f"'{v}' is worse than the full loss", v, full, "STS", "worse") for v in variants]
     quoted = [PAPER_ABLATIONS.get(v) for v in variants]
-    if {LABELS["no-compression"], COMPRESSION_ONLY} <= set(wide.columns):  # the two removals against each other
+    if {LABELS["no-compression"], COMPRESSION_ONLY} <= set(models):  # the two removals against each other
         claims.append((CONTRIBUTIONS, LABELS["no-compression"], COMPRESSION_ONLY, "STS", "worse"))
         quoted.append(None)
+    return claims, quoted
+
+
+def ablation_claims(wide: pd.DataFrame, full: str = FULL_VARIANT) -> pd.DataFrame:
+    """:func:`ablation_claim_list` over ``wide``'s variant columns, tested over tasks (one run per variant), with the
+    quoted STS average beside each claim."""
+    claims, quoted = ablation_claim_list(wide.columns, full)
     table = claims_table(wide, claims)
     table.insert(1, "paper (quoted STS average)", quoted)
     return table
@@ -247,13 +257,20 @@ GRID_CHOICE = (AlignConfig.temperature, AlignConfig.beta)  # the paper's (the bo
 
 
 def grid_claims(wide: pd.DataFrame, choice: tuple[float, float] = GRID_CHOICE) -> pd.DataFrame:
-    """Appendix F (Table 7) of the paper, tested on the temperature x beta grid (columns "tau=T, beta=B"):
+    """:func:`grid_claim_list` over ``wide``'s grid columns, tested over tasks (one run per cell)."""
+    claims = grid_claim_list(wide.columns, choice)
+    return claims_table(wide, claims) if claims else pd.DataFrame()
+
+
+def grid_claim_list(models, choice: tuple[float, float] = GRID_CHOICE) -> list[tuple]:
+    """Appendix F (Table 7) of the paper on the temperature x beta grid (models "tau=T, beta=B"), as
+    ``(claim, a, b, category, expected)``:
     tau = 0.05 is the best temperature (each other tau worse, at the chosen beta), the extreme tau = 1.0 is worse
     than tau = 0.05 at every beta (the paper: by 1.6 points or more), beta = 0.05 is worse than beta = 0.1, and
     beta = 0.2 brings no gain over it (the paper: 83.04 vs 83.24; the authors keep 0.1). A cell missing from
-    ``wide`` gives no row."""
+    ``models`` gives no claim."""
     tau0, beta0 = choice
-    cells = grid_cells(wide.columns)
+    cells = grid_cells(models)
     temperatures = sorted({t for t, _ in cells.values()})
     betas = sorted({b for _, b in cells.values()})
     # one statement each, in the paper's words; its comparisons are the cells it needs
@@ -272,8 +289,7 @@ def grid_claims(wide: pd.DataFrame, choice: tuple[float, float] = GRID_CHOICE) -
     claims += [(TOGETHER, grid_label(tau0, 0.2), grid_label(tau0, beta0), "STS", "worse")]
     claims += [(TOGETHER, grid_label(tau0, 0.2), grid_label(min(together, key=lambda t: abs(t - 0.1)), 0.2), "STS",
                 "worse")] if together else []
-    claims = [c for c in claims if c[1] in cells and c[2] in cells]
-    return claims_table(wide, claims) if claims else pd.DataFrame()
+    return [c for c in claims if c[1] in cells and c[2] in cells]
 
 
 def grid_friedman(wide: pd.DataFrame, category: str = "STS") -> dict:

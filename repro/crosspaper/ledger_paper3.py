@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, memory_claim
+from repro.autoregembed.claims import (
+    FULL_VARIANT,
+    GRID_CHOICE,
+    ablation_claims,
+    data_efficiency_claims,
+    grid_claims,
+    memory_claim,
+)
 from repro.autoregembed.claims import table_claims as p3_claims
+from repro.autoregembed.experiments import chain_ablations
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments import independent as p3_independent
 from repro.autoregembed.experiments import search as p3_search
-from repro.autoregembed.experiments.ablations import ablation_scores
+from repro.autoregembed.experiments.ablations import COMPRESSION_ONLY, ablation_scores, grid_label
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
@@ -62,6 +70,8 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
         "measured: alignment's peak memory below InfoNCE's at every batch size (one measurement each, no statistical "
         "test)", "memory ratio " + ", ".join(f"{r:.2f}" for r in memory["memory align / contrastive"]), "p3_memory")
     converged = paper3_converged_rows(profile)
+    chains = paper3_chain_ablation_rows(a["backbone"])
+    earlier = chains.empty  # the chains' ablations, once one is stored, make the one-run rows history
     tables = one_seed(p3_claims(wide))
     # a statement the budget rule's runs test supersedes the single-run Tables page's rows of it
     superseded = tables["claim (paper)"].isin(set(converged["claim"].map(statement_of)))
@@ -74,10 +84,12 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
                      f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
                      "p3_data_efficiency"),
         from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, "
-                     f"'{a['suite']}' suite", "p3_ablations", test=held, quoted=quoted_ablation, tier=ABLATION),
+                     f"'{a['suite']}' suite", "p3_ablations", test=held, quoted=quoted_ablation, tier=ABLATION,
+                     current=earlier),
         from_claims(3, grid, f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
                             f"{base_a.seed}, '{a['suite']}' suite", "p3_ablations",
-                     test=held, quoted=quoted_grid, tier=ABLATION),
+                     test=held, quoted=quoted_grid, tier=ABLATION, current=earlier),
+        chains,
         converged,
         memory_row,
     ]
@@ -104,6 +116,19 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
         claims = [x for x in p3_independent.CLAIMS if {x[1], x[2]} <= set(chains.model)]
         parts.append(from_claims(3, seeded_claims(chains, claims), scale, "p3_converged"))
     return pd.concat(parts, ignore_index=True)
+
+
+def paper3_chain_ablation_rows(backbone: str = "smollm2-135m") -> pd.DataFrame:
+    """The ablation statements on the independent chains (page ``p3_ablations``), runs as units: once a chain's
+    ablation run is stored (before that, no rows); each statement's verdict needs 3 chains a side."""
+    frame = chain_ablations.scores(p3_independent.SEEDS, backbone)
+    if frame.empty or set(frame["model"]) <= {FULL_VARIANT, COMPRESSION_ONLY, grid_label(*GRID_CHOICE)}:
+        return pd.DataFrame(columns=COLUMNS)
+    seeds = ", ".join(map(str, sorted(frame["seed"].unique())))
+    scale = (f"{backbone}, the independent chains' ablations (each a stage 2 under the budget rule from its chain's "
+             f"own stage 1, principled template; chains {seeds} of {len(p3_independent.SEEDS)}), "
+             f"'{p3_converged.FINAL_SUITE}' suite")
+    return from_claims(3, seeded_claims(frame, chain_ablations.claims(frame)), scale, "p3_ablations", tier=ABLATION)
 
 
 def _converged_claim_rows(frame: pd.DataFrame, base, c: dict, current: bool) -> pd.DataFrame:

@@ -1,0 +1,104 @@
+"""Paper 3's ablations on the independent chains, read from the store: each chain's variants (Table 3's rows,
+strategies 1-4, the reference added and the tested temperature x beta cells; trained by
+:func:`repro.autoregembed.experiments.independent.run`, stage ``ablations``) as runs, beside the chain's full loss
+(its AutoRegEmbed) and compression only, with the stage-1 model each starts from as its unit.
+
+A variant whose stage 2 dev-selected its start *is* its chain's compression only (the same weights, scored once as
+such); "without compression" starts from the raw backbone, so each of its runs is its own unit. A claim is tested
+with the chains as units (:func:`repro.verdicts.seeds.seeded_claims`): it needs 3 independent runs a side, and two
+models that are one model run by run are *not testable*, never a verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from repro.autoregembed.claims import FULL_VARIANT, GRID_CHOICE, ablation_claim_list, grid_claim_list
+from repro.autoregembed.experiments import converged, independent
+from repro.autoregembed.experiments.ablations import COMPRESSION_ONLY, LABELS, grid_id, grid_label
+
+COLUMNS = ["model", "seed", "unit", "task", "category", "score"]
+
+
+def variant_labels() -> dict[str, str]:
+    """Variant id -> the display label the ablation page and the claims use (grid cells as ``tau=T, beta=B``)."""
+    labels = {variant: LABELS[variant] for variant in independent.ABLATIONS}
+    return labels | {grid_id(t, b): grid_label(t, b) for t, b in independent.ABLATION_GRID}
+
+
+def status(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> pd.DataFrame:
+    """Seed x variant: where each chain's ablation run stands: not trained, trained and dev-selected its start
+    (compression only), or adopted at a step (with its dev score)."""
+    labels = variant_labels()
+    table = {}
+    for seed in seeds:
+        column = {}
+        for variant, config in independent.ablation_configs(seed, backbone).items():
+            record = converged.run_record(config)
+            if record is None:
+                column[labels[variant]] = "not trained"
+                continue
+            step = record["summary"]["selected_step"]
+            dev = f"dev {record['summary']['selected_signal']:.2f}"
+            column[labels[variant]] = ("start (= compression only)" if independent.is_start(config) else
+                                       f"step 0 (the untrained backbone, {dev})" if step == 0 else
+                                       f"step {step} ({dev})")
+        table[f"seed {seed}"] = column
+    return pd.DataFrame(table)
+
+
+def scores(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m",
+           suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS) -> pd.DataFrame:
+    """The chains' ablation runs in one long frame (:data:`COLUMNS`; scores x100): per seed whose compression only
+    is scored on every task, compression only, the full loss (the chain's AutoRegEmbed) and each variant stored on
+    every task, labelled as the ablation page labels them; a run's unit is the stage-1 weights it starts from (a
+    run without stage 1: its own)."""
+    labels = variant_labels()
+    chains, _ = independent.final_scores(seeds, backbone, suite, tasks)
+    frames = []
+    for seed in sorted(chains[chains["model"] == converged.COMPRESSION]["seed"].unique()) if len(chains) else []:
+        chain = chains[chains["seed"] == seed]
+        compression = chain[chain["model"] == converged.COMPRESSION]
+        frames.append(compression.assign(model=COMPRESSION_ONLY))
+        full = chain[chain["model"] == converged.AUTOREG]
+        # the full loss is also the grid's chosen cell (the same run): Appendix F's claims compare against it
+        frames += [full.assign(model=FULL_VARIANT), full.assign(model=grid_label(*GRID_CHOICE))]
+        unit = compression["unit"].iloc[0]
+        for variant, config in independent.ablation_configs(int(seed), backbone).items():
+            if converged.run_record(config) is None:
+                continue
+            if independent.is_start(config):
+                frames.append(compression.assign(model=labels[variant]))
+                continue
+            found = converged.stored_scores(config, suite, tasks)
+            if len(found) == len(tasks):
+                own = unit if config.compress is not None else f"{labels[variant]}, seed {seed}"
+                frames.append(converged.task_frame(found, model=labels[variant], seed=int(seed), unit=own))
+    return pd.concat(frames, ignore_index=True)[COLUMNS] if frames else pd.DataFrame(columns=COLUMNS)
+
+
+def claims(frame: pd.DataFrame) -> list[tuple]:
+    """The ablation page's statements (Table 3 and its appendices, Appendix F's tested cells) whose two models the
+    chains' ``frame`` holds, as ``(claim, a, b, category, expected)``."""
+    models = list(dict.fromkeys(frame["model"])) if len(frame) else []
+    listed, _ = ablation_claim_list(models)
+    return listed + grid_claim_list(models)
+
+
+def finding(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> str:
+    """What the chains' ablation runs say so far, in words: how many are trained of how many, how many dev-selected
+    their start (so are compression only), how many adopted a step past it, and which chains hold them."""
+    table = status(seeds, backbone)
+    trained = table != "not trained"
+    at_start = table == "start (= compression only)"
+    if not trained.to_numpy().any():
+        return (f"no ablation run on the independent chains is trained yet (0 of {table.size}: {len(table)} variants x "
+                f"{len(seeds)} chains; command: python -m repro.autoregembed.experiments.independent --stages "
+                "ablations --seeds " + " ".join(map(str, seeds)) + ")")
+    holding = [c.removeprefix("seed ") for c in table.columns if trained[c].any()]
+    adopted = int(table.map(lambda v: v.startswith("step ") and not v.startswith("step 0 ")).to_numpy().sum())
+    return (f"{int(trained.to_numpy().sum())} of the {table.size} ablation runs on the independent chains are trained "
+            f"({len(table)} variants x {len(seeds)} chains; chain{'s' if len(holding) > 1 else ''} "
+            f"{', '.join(holding)} so far); {int(at_start.to_numpy().sum())} dev-selected their start, so are their "
+            f"chain's compression only, and {adopted} adopted a stage-2 step")

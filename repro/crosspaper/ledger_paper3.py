@@ -7,20 +7,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from repro.autoregembed.claims import (
-    FULL_VARIANT,
-    GRID_CHOICE,
-    ablation_claims,
-    data_efficiency_claims,
-    grid_claims,
-    memory_claim,
-)
+from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, memory_claim
 from repro.autoregembed.claims import table_claims as p3_claims
 from repro.autoregembed.experiments import chain_ablations
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments import independent as p3_independent
 from repro.autoregembed.experiments import search as p3_search
-from repro.autoregembed.experiments.ablations import COMPRESSION_ONLY, ablation_scores, grid_label
+from repro.autoregembed.experiments.ablations import ablation_scores
 from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
@@ -121,14 +114,14 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
 def paper3_chain_ablation_rows(backbone: str = "smollm2-135m") -> pd.DataFrame:
     """The ablation statements on the independent chains (page ``p3_ablations``), runs as units: once a chain's
     ablation run is stored (before that, no rows); each statement's verdict needs 3 chains a side."""
-    frame = chain_ablations.scores(p3_independent.SEEDS, backbone)
-    if frame.empty or set(frame["model"]) <= {FULL_VARIANT, COMPRESSION_ONLY, grid_label(*GRID_CHOICE)}:
+    table = chain_ablations.tested(p3_independent.SEEDS, backbone)
+    if table is None:
         return pd.DataFrame(columns=COLUMNS)
-    seeds = ", ".join(map(str, sorted(frame["seed"].unique())))
+    seeds = ", ".join(map(str, sorted(chain_ablations.scores(p3_independent.SEEDS, backbone)["seed"].unique())))
     scale = (f"{backbone}, the independent chains' ablations (each a stage 2 under the budget rule from its chain's "
              f"own stage 1, principled template; chains {seeds} of {len(p3_independent.SEEDS)}), "
              f"'{p3_converged.FINAL_SUITE}' suite")
-    return from_claims(3, seeded_claims(frame, chain_ablations.claims(frame)), scale, "p3_ablations", tier=ABLATION)
+    return from_claims(3, table, scale, "p3_ablations", tier=ABLATION)
 
 
 def _converged_claim_rows(frame: pd.DataFrame, base, c: dict, current: bool) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import pandas as pd
 from repro.autoregembed.claims import FULL_VARIANT, GRID_CHOICE, ablation_claim_list, grid_claim_list
 from repro.autoregembed.experiments import converged, independent
 from repro.autoregembed.experiments.ablations import COMPRESSION_ONLY, LABELS, grid_id, grid_label
+from repro.verdicts.seeds import seeded_claims
 
 COLUMNS = ["model", "seed", "unit", "task", "category", "score"]
 
@@ -84,6 +85,15 @@ def claims(frame: pd.DataFrame) -> list[tuple]:
     models = list(dict.fromkeys(frame["model"])) if len(frame) else []
     listed, _ = ablation_claim_list(models)
     return listed + grid_claim_list(models)
+
+
+def tested(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> pd.DataFrame | None:
+    """The chains' ablation statements tested with the runs as units (:func:`repro.verdicts.seeds.seeded_claims`),
+    or None while no chain holds an ablation run (then the one-run ablations are the current ones)."""
+    frame = scores(seeds, backbone)
+    if frame.empty or set(frame["model"]) <= {FULL_VARIANT, COMPRESSION_ONLY, grid_label(*GRID_CHOICE)}:
+        return None
+    return seeded_claims(frame, claims(frame))
 
 
 def finding(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> str:

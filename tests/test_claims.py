@@ -567,14 +567,15 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     earlier = {key: (leaderboard.Row(key, key, "3"),
                      pd.DataFrame({"method": key, "task": list(TASKS), "category": "STS", "score": 1.0}))
                for key in [*fixed, *[lb3.baseline_id(n) for n in lb3.CONTRASTIVE]]}
-    monkeypatch.setattr(lb3, "_paper3_tables", lambda backbone: earlier)
+    monkeypatch.setattr(lb3, "_paper3_tables", lambda backbone, keys=None: {k: v for k, v in earlier.items()
+                                                                         if keys is None or k in keys})
     assert lb3.paper3_leaderboard("smollm2-135m") == earlier  # nothing under the budget rule yet: the Tables 1-2 rows
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
     rows = [{"model": model, "seed": seed, "task": t, "category": TASKS[t].category, "score": score + seed}
             for model, seeds, score in ((p3.AUTOREG, (0, 1, 2), 50.0), (p3.COMPRESSION, (0, 1, 2), 40.0),
                                         (p3.BASELINE, (0, 1), 60.0))
             for seed in seeds for t in TASKS]
-    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks, **k: (pd.DataFrame(rows), {}))
     rows_now = lb3.paper3_leaderboard("smollm2-135m")
     assert sorted(rows_now) == ["p3-align@budget", "p3-baseline@budget", "p3-compress@budget"]
     assert {key: row.label for key, (row, _) in rows_now.items()} == {
@@ -595,10 +596,10 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     # dev kept stage 1 in every AutoRegEmbed run: one merged row (compression only's), and the superseded Tables 1-2
     # AutoRegEmbed leaves the leaderboard (it is never plotted as "AutoRegEmbed")
     same = [r | {"score": 40.0} if r["model"] in (p3.AUTOREG, p3.COMPRESSION) else r for r in rows]
-    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(same), {}))
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks, **k: (pd.DataFrame(same), {}))
     assert sorted(lb3.paper3_leaderboard("smollm2-135m")) == ["p3-baseline@budget", "p3-compress@budget"]
     # AutoRegEmbed stored without its compression only (e.g. a stage 1 retrained since): that row stays as it was
-    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks, **k: (
         pd.DataFrame([r for r in rows if r["model"] != p3.COMPRESSION]), {}))
     assert "p3-compress" in lb3.paper3_leaderboard("smollm2-135m")
     # a LoRA selection is named apart, and no encode rate of the fully fine-tuned encoder is read for it
@@ -610,14 +611,14 @@ def test_the_leaderboard_shows_paper3_under_the_budget_rule_once_stored_in_place
     assert lora[p3.AUTOREG].rate is None and lora[p3.COMPRESSION].rate is None
     monkeypatch.setattr(p3, "selected_configs", lambda b: {p3.AUTOREG: autoreg, p3.BASELINE: baseline})
     # only the baseline stored: AutoRegEmbed and compression only stay the Tables 1-2 rows
-    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks, **k: (
         pd.DataFrame([r for r in rows if r["model"] == p3.BASELINE]), {}))
     kept = lb3.paper3_leaderboard("smollm2-135m")
     assert set(fixed) <= set(kept)
     assert not any(key in kept for key in earlier if key not in fixed) and len(kept) == 3
     # their training hours: mean wall hours over the seeds behind the row's scores (a run whose scores are not
     # all stored is left out; no stage-1 record is stored here, so nothing is added for it), under the row's id
-    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks: (pd.DataFrame(rows), {}))
+    monkeypatch.setattr(p3, "final_scores", lambda b, seeds, suite, tasks, **k: (pd.DataFrame(rows), {}))
     runs = pd.DataFrame({"method": [p3.AUTOREG, p3.AUTOREG, p3.BASELINE, p3.BASELINE], "seed": [0, 1, 0, 2],
                          "wall hours (run: steps + dev evaluations)": [1.0, 2.0, 0.5, 9.0]})
     monkeypatch.setattr(p3, "run_table", lambda b, seeds=p3.SEEDS: runs)
@@ -636,8 +637,9 @@ def test_the_leaderboard_shows_the_independent_chains_once_one_is_scored_on_ever
                                                                    "category": "STS", "score": 1.0}))
               for key in ("p3-compress@budget", "p3-align@budget", "p3-baseline@budget")}
     tables = {key: budget["p3-compress@budget"] for key in ("p3-compress", "p3-align", "p3-last token, in-batch")}
-    monkeypatch.setattr(lb3, "_paper3_budget_rule", lambda backbone: dict(budget))
-    monkeypatch.setattr(lb3, "_paper3_tables", lambda backbone: dict(tables))
+    monkeypatch.setattr(lb3, "_paper3_budget_rule", lambda backbone, sides=None: dict(budget))
+    monkeypatch.setattr(lb3, "_paper3_tables", lambda backbone, keys=None: {k: v for k, v in tables.items()
+                                                                         if keys is None or k in keys})
 
     def scored(seeds_all, seeds_page, adopted):
         rows = []
@@ -918,3 +920,37 @@ def test_the_summary_headline_table_reads_the_current_runs_of_trained_methods():
     assert sorted(now.columns) == ["AutoRegEmbed", "best contrastive baseline", "compression only", "last token"]
     assert now.loc[("STS", "STS12"), "AutoRegEmbed"] == 55.0 and now.loc[("STS", "STS12"), "last token"] == 40.0
     assert current_wide(wide, rule.iloc[:0]).equals(wide)  # nothing under the rule yet: the page's runs
+
+
+def test_the_leaderboards_paper3_rows_read_only_current_runs(tmp_path, monkeypatch):
+    """Current views read current runs only: once the independent chains are stored (as in the committed store),
+    the leaderboard's Paper 3 rows read no superseded run at all (the read log of the result store), neither the
+    Tables 1-2 page's fixed-length runs nor the budget-rule AutoRegEmbed whose seeds share one stage 1: every
+    AutoRegEmbed result read is a chain's (stage 1 under the rule, the principled template) and every contrastive one
+    is under the budget rule."""
+    import json
+
+    from repro.autoregembed.experiments import independent
+    from repro.crosspaper.leaderboard_paper3 import CHAIN_IDS, paper3_leaderboard
+    from repro.store.paths import REPO_ROOT
+    from repro.store.results import READ_LOG_ENV
+
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
+    monkeypatch.setenv(READ_LOG_ENV, str(tmp_path / "reads"))
+    rows = paper3_leaderboard("smollm2-135m")
+    assert set(CHAIN_IDS.values()) & set(rows)  # the committed store holds the chains
+    reads = set((tmp_path / "reads").read_text().split())
+    checked = 0
+    for line in reads:
+        experiment, stem = line.split("/")
+        params = json.loads((REPO_ROOT / "results" / experiment / f"{stem}.json").read_text())["params"]
+        if experiment in ("autoreg_runs", "autoreg_scores"):
+            config = params["config"]
+            stage1 = config.get("compress") or config
+            assert stage1.get("stopping") == "dev", line  # stage 1 under the budget rule (the chains')
+            assert {k: stage1[k] for k in independent.PRINCIPLED} == independent.PRINCIPLED, line
+            checked += 1
+        elif experiment in ("trained_runs", "trained_scores"):
+            assert params["train"].get("stopping") == "dev", line  # the budget rule's baseline, not the Tables page's
+            checked += 1
+    assert checked > 50

@@ -14,12 +14,14 @@ Three generations of AutoRegEmbed runs, the newest that is stored on every task 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 
 import pandas as pd
 
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments import independent as p3_independent
+from repro.autoregembed.experiments import search as p3_search
 from repro.autoregembed.experiments.baselines import CONTRASTIVE, contrastive_config
 from repro.autoregembed.experiments.cli import command_for
 from repro.autoregembed.experiments.configs import page_configs
@@ -69,13 +71,16 @@ def _seeds(n: int) -> str:
     return f"{n} seed{'s' if n != 1 else ''}"
 
 
-def paper3_budget_rows(backbone: str = "smollm2-135m", seeds: dict[str, int] | None = None) -> dict[str, Row]:
+def paper3_budget_rows(backbone: str = "smollm2-135m", seeds: dict[str, int] | None = None,
+                       sides: Sequence[str] = p3_search.SIDES) -> dict[str, Row]:
     """Rows of Paper 3's methods under the budget rule (page ``p3_converged``), by that page's method name
-    (AutoRegEmbed, the best contrastive baseline, compression only); ``seeds``: seeds stored per method."""
+    (AutoRegEmbed, the best contrastive baseline, compression only); ``seeds``: seeds stored per method; ``sides``:
+    the searches read (the baseline's alone where the independent chains supersede AutoRegEmbed)."""
     seeds = seeds or {}
     base = p3_converged.base_config(backbone)
-    selected = p3_converged.selected_configs(base)
-    autoreg = selected[p3_converged.AUTOREG]
+    selected = (p3_converged.selected_configs(base) if set(sides) == set(p3_search.SIDES) else
+                {p3_converged.LABELS[side]: c for side, c in p3_converged.selected_sides(base, sides).items()})
+    autoreg = selected.get(p3_converged.AUTOREG)
     start = p3_converged.start_selected_seeds(base) if autoreg is not None else []
     # a LoRA selection is named apart, and no encode rate is read for it: the rate timed is the Tables 1-2 (full
     # fine-tuning) encoder's
@@ -83,14 +88,14 @@ def paper3_budget_rows(backbone: str = "smollm2-135m", seeds: dict[str, int] | N
     named = ", LoRA" if lora else ""
     rows = {p3_converged.COMPRESSION: Row(
         f"compression only{named} (Paper 3){BUDGET_RULE} ({SHARED_STAGE1})", "compression only", "3",
-        BUDGET_COMMAND, None if lora else "p3-compress")}
+        BUDGET_COMMAND, None if lora else "p3-compress")} if p3_converged.AUTOREG in selected else {}
     if autoreg is not None:
         rows[p3_converged.AUTOREG] = Row(
             f"AutoRegEmbed{named} (Paper 3){BUDGET_RULE}, lr {autoreg.lr:g}, {autoreg.divergence}, "
             f"{_seeds(seeds.get(p3_converged.AUTOREG, 0))}"
             + (f" (dev selects step 0, the stage-1 encoder, at {_seeds(len(start))})" if start else ""),
             "AutoRegEmbed", "3", BUDGET_COMMAND, None if lora else "p3-align")
-    baseline = selected[p3_converged.BASELINE]
+    baseline = selected.get(p3_converged.BASELINE)
     if baseline is not None:
         name = next(n for n, (m, hard) in CONTRASTIVE.items()
                     if m == baseline.model and hard == baseline.hard_negatives)
@@ -100,19 +105,22 @@ def paper3_budget_rows(backbone: str = "smollm2-135m", seeds: dict[str, int] | N
     return rows
 
 
-def paper3_budget_frame(backbone: str) -> tuple[pd.DataFrame, dict[str, Row]]:
+def paper3_budget_frame(backbone: str, sides: Sequence[str] = p3_search.SIDES
+                        ) -> tuple[pd.DataFrame, dict[str, Row]]:
     """The budget-rule page's stored scores on every task of the suite (model, seed, task, category, score) and
-    each method's row (seeds counted over those scores)."""
-    frame, _ = p3_converged.final_scores(p3_converged.base_config(backbone), p3_converged.SEEDS, SUITE, list(TASKS))
+    each method's row (seeds counted over those scores), of ``sides``' searches only."""
+    frame, _ = p3_converged.final_scores(p3_converged.base_config(backbone), p3_converged.SEEDS, SUITE, list(TASKS),
+                                         sides=sides)
     if frame.empty:
         return frame, {}
-    return frame, paper3_budget_rows(backbone, frame.groupby("model")["seed"].nunique().to_dict())
+    return frame, paper3_budget_rows(backbone, frame.groupby("model")["seed"].nunique().to_dict(), sides)
 
 
-def _paper3_budget_rule(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
+def _paper3_budget_rule(backbone: str, sides: Sequence[str] = p3_search.SIDES) -> dict[str, tuple[Row, pd.DataFrame]]:
     """Paper 3's methods under the budget rule: each dev-selected configuration averaged over its seeds stored on
-    every task, and compression only from the stage 1 those seeds started from (empty while none is stored)."""
-    frame, rows = paper3_budget_frame(backbone)
+    every task, and compression only from the stage 1 those seeds started from (empty while none is stored);
+    ``sides``: the searches read."""
+    frame, rows = paper3_budget_frame(backbone, sides)
     out = {}
     merged = frame.empty is False and same_model(frame, p3_converged.AUTOREG, p3_converged.COMPRESSION)
     for model, part in frame.groupby("model"):
@@ -146,18 +154,20 @@ def paper3_leaderboard(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     under the budget rule where stored on every task (AutoRegEmbed with its compression only, unless the chains
     supersede them; the dev-selected contrastive baseline); else at the Tables 1-2 configuration (its four
     baselines)."""
-    later = _paper3_budget_rule(backbone)
     chains = paper3_chains(backbone)
-    if chains:  # the independent chains supersede every earlier AutoRegEmbed and compression only
+    # the independent chains supersede every earlier AutoRegEmbed and compression only: those are then never read
+    later = _paper3_budget_rule(backbone, ["baseline"] if chains else p3_search.SIDES)
+    if chains:
         later = {k: v for k, v in later.items() if k not in ("p3-compress@budget", "p3-align@budget")}
     if later or chains:
-        earlier = _paper3_tables(backbone)
         drop = {key for key in ("p3-compress", "p3-align") if f"{key}@budget" in later}
         if "p3-compress@budget" in later or chains:  # AutoRegEmbed is then that row (or merged into it), never
             drop |= {"p3-compress", "p3-align"}  # the superseded Tables 1-2 run
         if "p3-baseline@budget" in later:
             drop |= {baseline_id(name) for name in CONTRASTIVE}
-        return {**{k: v for k, v in earlier.items() if k not in drop}, **later, **chains}
+        kept = {"p3-compress", "p3-align", *(baseline_id(name) for name in CONTRASTIVE)} - drop
+        earlier = _paper3_tables(backbone, kept) if kept else {}  # a superseded row is not even read
+        return {**earlier, **later, **chains}
     return _paper3_tables(backbone)
 
 
@@ -208,18 +218,23 @@ def paper3_chains(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
     return out
 
 
-def _paper3_tables(backbone: str) -> dict[str, tuple[Row, pd.DataFrame]]:
+def _paper3_tables(backbone: str, keys: set[str] | None = None) -> dict[str, tuple[Row, pd.DataFrame]]:
+    """The Tables 1-2 page's rows (one training run each), of the row ids ``keys`` only (None: every row)."""
     compress, align = paper3_configs(backbone)
     tasks = list(TASKS)
     out = {}
-    labels = tables_labels(backbone)
+    labels = tables_labels(backbone) if keys is None or keys & {"p3-compress", "p3-align"} else {}
     for key, config, short in (("p3-compress", compress, "compression only"), ("p3-align", align, "AutoRegEmbed")):
+        if keys is not None and key not in keys:
+            continue
         row = Row(labels[key], short, "3", command_for(config, SUITE), key)
         out[key] = row, records_frame(key, stored_per_task(AUTOREG_SCORES, score_identity(config), SUITE, tasks)
                                       ).assign(seed=config.seed)  # one training run
     for name in CONTRASTIVE:
         config = contrastive_config(name, align)
         key = baseline_id(name)
+        if keys is not None and key not in keys:
+            continue
         row = Row(baseline_label(name), "P3 baseline", "3",
                   "retrain the baseline (p3_tables standard) and score it on compact", key)
         out[key] = row, records_frame(key, stored_per_task(TRAINED_SCORES, trained_score_identity(config), SUITE,

@@ -74,12 +74,17 @@ CLAIMS = [(ALIGNMENT, AUTOREG, COMPRESSION, category, "better") for category in 
 
 def selected_configs(base: AlignConfig) -> dict[str, AlignConfig | TrainConfig | None]:
     """Each side's dev-selected configuration (label -> config; None while its search is not complete)."""
+    return {LABELS[side]: config for side, config in selected_sides(base, SIDES).items()}
+
+
+def selected_sides(base: AlignConfig, sides: Sequence[str]) -> dict[str, AlignConfig | TrainConfig | None]:
+    """Side -> its dev-selected configuration, for ``sides`` only (None while a search is not complete)."""
     out = {}
-    for side in SIDES:
+    for side in sides:
         try:
-            out[LABELS[side]] = selected_config(side, base)
+            out[side] = selected_config(side, base)
         except LookupError:
-            out[LABELS[side]] = None
+            out[side] = None
     return out
 
 
@@ -177,14 +182,19 @@ def compression_scores(stage1, digest: str | None, suite: str, tasks: Sequence[s
 
 
 def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = FINAL_SUITE,
-                 tasks: Sequence[str] = TASKS) -> tuple[pd.DataFrame, dict]:
+                 tasks: Sequence[str] = TASKS, sides: Sequence[str] = SIDES) -> tuple[pd.DataFrame, dict]:
     """The selected configurations' stored scores at every seed with all of ``tasks`` (model, seed, task,
     category, score x100), and compression only at each of AutoRegEmbed's seeds, from the stage-1 weights that
-    seed's run started from; records keyed (model, seed, task) for the in-task tests."""
+    seed's run started from; records keyed (model, seed, task) for the in-task tests. ``sides`` (of
+    :data:`SIDES`): the searches read, e.g. the baseline's alone where the independent chains supersede this page's
+    AutoRegEmbed (nothing of the other side is then read)."""
     frames, records = [], {}
-    selected = selected_configs(base)
-    stage1 = compression_config(base, selected)
-    digests = stage1_digests(base, seeds)
+    if set(sides) - set(SIDES):
+        raise ValueError(f"unknown side(s) {sorted(set(sides) - set(SIDES))}; valid: {', '.join(SIDES)}")
+    selected = selected_configs(base) if set(sides) == set(SIDES) else {
+        LABELS[side]: config for side, config in selected_sides(base, sides).items()}
+    stage1 = compression_config(base, selected) if AUTOREG in selected else None
+    digests = stage1_digests(base, seeds) if AUTOREG in selected else {}
     for label, config in selected.items():
         if config is None:
             continue

@@ -278,7 +278,8 @@ def final_scores(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m", s
                 frames.append(converged.task_frame(found, model=label, seed=seed, unit=f"stage 1 {digest}"))
                 records.update({(label, seed, t): r for t, r in found.items()})
     if frames:  # the contrastive side: the budget-rule page's selected baseline, its own independent runs
-        baseline, found = converged.final_scores(search.base_config(backbone), converged.SEEDS, suite, tasks)
+        baseline, found = converged.final_scores(search.base_config(backbone), converged.SEEDS, suite, tasks,
+                                                 sides=["baseline"])  # its AutoRegEmbed is superseded: not read
         frames.append(baseline[baseline["model"] == converged.BASELINE])
         records.update({k: r for k, r in found.items() if k[0] == converged.BASELINE})
         untrained = stored_untrained(backbone, suite, converged.EVAL_MAX_LENGTH)

@@ -357,6 +357,8 @@ def test_the_fair_chance_chain_table_and_finding_read_each_seeds_own_records(mon
     assert independent.adoption() == "no independent chain's stage 2 is stored yet (0 of 3 seeds)"
     with pytest.raises(ValueError, match="unknown stage"):
         independent.run([0], ["stage3"])
+    with pytest.raises(ValueError, match="unknown ablation"):
+        independent.run([0], ["ablations"], ablations=["kl", "no-such-variant"])
 
 
 def test_chain_ablations_are_runs_of_their_own_chain_and_a_start_selected_variant_is_compression_only(monkeypatch):

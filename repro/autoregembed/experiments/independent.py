@@ -89,6 +89,7 @@ def stage2_config(seed: int, backbone: str = "smollm2-135m", template: dict | No
 ABLATIONS = ("no-compression", "js", "kl", "logsigmoid", "tanh", "strategy1", "strategy2", "strategy3", "strategy4",
              "reference-code")
 ABLATION_GRID = ((1.0, 0.1), (0.05, 0.05), (0.05, 0.2), (0.1, 0.2))
+ABLATION_IDS = [*ABLATIONS, *(ablations.grid_id(t, b) for t, b in ABLATION_GRID)]
 
 
 def ablation_configs(seed: int, backbone: str = "smollm2-135m") -> dict[str, AlignConfig]:
@@ -111,14 +112,19 @@ STAGES = ("stage1", "stage2", "scores", "ablations")
 SCORED_TASKS = list(dict.fromkeys([*converged.TASKS, *converged.LEADERBOARD_TASKS]))
 
 
-def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "smollm2-135m") -> None:
+def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "smollm2-135m",
+        ablations: Sequence[str] | None = None) -> None:
     """Train (or resume) each seed's chain, stage by stage, and score it on the budget-rule page's final suite
     (:data:`SCORED_TASKS`: the page's tasks, then the leaderboard's): compression only from the seed's stage 1, and
     its stage 2 unless that dev-selected its start (then it *is* its stage 1); then the chain's ablations
-    (:func:`ablation_configs`), each scored on the page's tasks unless it dev-selected its start."""
+    (:func:`ablation_configs`; ``ablations``: their ids, in that order, default all), each scored on the page's
+    tasks unless it dev-selected its start."""
     unknown = set(stages) - set(STAGES)
     if unknown:
         raise ValueError(f"unknown stage(s) {sorted(unknown)}; valid: {', '.join(STAGES)}")
+    if ablations is not None and set(ablations) - set(ABLATION_IDS):
+        raise ValueError(f"unknown ablation(s) {sorted(set(ablations) - set(ABLATION_IDS))}; valid: "
+                         f"{', '.join(ABLATION_IDS)}")
     for seed in seeds:
         align = stage2_config(seed, backbone)
         if "stage1" in stages:
@@ -129,7 +135,8 @@ def run(seeds: Sequence[int], stages: Sequence[str] = STAGES, backbone: str = "s
             for config in (align.compress, *(() if converged.selects_start(align) else (align,))):
                 evaluate_autoreg(config, converged.FINAL_SUITE, SCORED_TASKS, converged.EVAL_MAX_LENGTH)
         if "ablations" in stages:  # each trained, then scored on the page's tasks unless it is compression only
-            for config in ablation_configs(seed, backbone).values():
+            configs = ablation_configs(seed, backbone)
+            for config in (configs[v] for v in (ablations if ablations is not None else configs)):
                 ensure_trained(ar_train.run_spec(config))
                 if not is_start(config):
                     evaluate_autoreg(config, converged.FINAL_SUITE, converged.TASKS, converged.EVAL_MAX_LENGTH)
@@ -140,8 +147,10 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
     parser.add_argument("--backbone", default="smollm2-135m")
+    parser.add_argument("--ablations", nargs="+", default=None, choices=ABLATION_IDS, metavar="ID",
+                        help="the ablation stage's variant ids, in this order (default: all, Table 3's order first)")
     args = parser.parse_args(argv)
-    run(args.seeds, args.stages, args.backbone)
+    run(args.seeds, args.stages, args.backbone, args.ablations)
 
 
 if __name__ == "__main__":

@@ -52,3 +52,14 @@ def test_paper3_verdicts_rest_on_three_independent_runs_a_side(monkeypatch):
     autoreg = frame[frame.model == converged.AUTOREG]
     for seed, unit in autoreg.groupby("seed")["unit"].first().items():
         assert unit == f"stage 1 {digests[seed]}"  # seeds that share a stage 1 share a unit: one run
+    # the independent chains: one stage 1 per seed, distinct weights (no two runs of a side share a stage 1), and
+    # each chain's AutoRegEmbed starts from its own seed's stage 1
+    from repro.autoregembed.experiments import independent
+
+    chains, _ = independent.final_scores()
+    for model in (converged.COMPRESSION, converged.AUTOREG):
+        units = chains[chains.model == model].groupby("seed")["unit"].first()
+        assert len(units) >= MIN_RUNS and units.is_unique, units.to_dict()
+    compression = chains[chains.model == converged.COMPRESSION].groupby("seed")["unit"].first()
+    for seed, unit in compression.items():  # the weights scored as compression only are those stage 2 started from
+        assert unit == f"stage 1 {independent.stored_chain(seed)['start_digest']}", seed

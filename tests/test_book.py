@@ -201,7 +201,7 @@ def test_smoke_book_builds_offline_with_figures_and_typeset_math(tmp_path):
     assert "<img" in dom("p3_data_efficiency") and "<img" in dom("p3_memory")
     assert "79.82" in dom("p3_ablations")  # the paper's KL variant, quoted
     summary = dom("p3_summary")
-    assert "What did not reproduce" in summary and "verdict at our scale" in summary and "83.24" in summary
+    assert "What did not reproduce" in summary and "verdict" in summary and "83.24" in summary
     png = screenshot(html / "p1_layer_correlation.html", tmp_path / "figure.png")
     assert png.stat().st_size > 50_000
     for page in ("intro", *NOTEBOOKS):  # no stale or dead text on any page
@@ -469,7 +469,7 @@ def test_a_pages_lead_counts_its_verdicts_and_names_its_largest_tested_differenc
     claims = pd.DataFrame({"comparison": ["5 vs 1", "3 vs 1", "2 vs 1", "4 vs 1"],
                            "category": ["STS", "Retrieval", None, "STS"],
                            "difference": [-5.08, 1.2, float("nan"), 9.9],
-                           "verdict at our scale": ["contradicted", "supported", "untestable (one training run per "
+                           "verdict": ["contradicted", "supported", "untestable (one training run per "
                                                     "method: no run-level test)", "not testable (the same model)"]})
     assert verdict_lead(claims, "statements") == (
         "of 4 statements, 1 is supported at our scale, 1 contradicted and 2 neither (inconclusive or untestable); "
@@ -477,11 +477,11 @@ def test_a_pages_lead_counts_its_verdicts_and_names_its_largest_tested_differenc
     assert verdict_lead(None) == verdict_lead(claims.iloc[:0]) == "no comparisons tested yet (their results are " \
                                                                   "not stored)"
     # with the statements named, they are the unit (one verdict each), the comparisons after
-    named = claims.assign(**{"claim (paper)": ["A", "A", "B", "C"]})
+    named = claims.assign(**{"statement": ["A", "A", "B", "C"]})
     assert verdict_lead(named).startswith("of 3 statements (4 comparisons), 0 are supported at our scale, 1 "
                                           "contradicted and 2 neither")
     # nothing decided: the page leads with its largest fact, not with zero counts
-    undecided = named.assign(**{"verdict at our scale": ["inconclusive", "inconclusive", "missing results",
+    undecided = named.assign(**{"verdict": ["inconclusive", "inconclusive", "missing results",
                                                          "untestable (one training run per method: no run-level test)"]})
     assert verdict_lead(undecided) == (
         "the largest tested difference is -5.08 points, 5 vs 1 (STS); of 3 statements (4 comparisons), 0 are "

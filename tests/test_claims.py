@@ -31,25 +31,25 @@ def test_claim_verdict_reads_the_direction_the_paper_expects():
     rng = np.random.default_rng(0)
     base = rng.uniform(40, 60, 8)
     wide = scores({"a": base + 5 + rng.uniform(0, 1, 8), "b": base, "c": base + rng.normal(0, 1, 8)})
-    assert claim_verdict(wide, "a beats b", "a", "b", "STS", "better")["verdict at our scale"] == "supported"
-    assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict at our scale"] == "contradicted"
-    assert claim_verdict(wide, "a is worse", "a", "b", "STS", "worse")["verdict at our scale"] == "contradicted"
-    assert claim_verdict(wide, "b is worse", "b", "a", None, "worse")["verdict at our scale"] == "supported"
-    assert claim_verdict(wide, "a no gain", "a", "b", "STS", "no gain")["verdict at our scale"] == "contradicted"
+    assert claim_verdict(wide, "a beats b", "a", "b", "STS", "better")["verdict"] == "supported"
+    assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict"] == "contradicted"
+    assert claim_verdict(wide, "a is worse", "a", "b", "STS", "worse")["verdict"] == "contradicted"
+    assert claim_verdict(wide, "b is worse", "b", "a", None, "worse")["verdict"] == "supported"
+    assert claim_verdict(wide, "a no gain", "a", "b", "STS", "no gain")["verdict"] == "contradicted"
     noise = claim_verdict(wide, "c beats b", "c", "b", "STS", "better")
     assert noise["p (Wilcoxon)"] >= 0.05
-    assert noise["verdict at our scale"] == "inconclusive"  # a failed test is never support for "no gain"
+    assert noise["verdict"] == "inconclusive"  # a failed test is never support for "no gain"
     # c is b plus noise of SD 1 over 8 tasks: its one-sided interval stays below the 1-point margin
-    assert claim_verdict(wide, "c no gain", "c", "b", "STS", "no gain")["verdict at our scale"] == "supported"
+    assert claim_verdict(wide, "c no gain", "c", "b", "STS", "no gain")["verdict"] == "supported"
     # c is well below a: "not better" holds, and says by how much it is worse
-    assert claim_verdict(wide.iloc[:6] + 0, "c no gain", "c", "a", "STS", "no gain")["verdict at our scale"] == \
+    assert claim_verdict(wide.iloc[:6] + 0, "c no gain", "c", "a", "STS", "no gain")["verdict"] == \
         "supported, worse by 5.2"
-    assert claim_verdict(wide, "b no gain", "b", "a", "STS", "no gain")["verdict at our scale"].startswith(
+    assert claim_verdict(wide, "b no gain", "b", "a", "STS", "no gain")["verdict"].startswith(
         "supported, worse by")
     same = scores({"a": base, "b": base + rng.normal(0, 0.05, 8)})  # within the margin, tightly: equivalent
-    assert claim_verdict(same, "a ~ b", "a", "b", "STS", "equal")["verdict at our scale"] == "supported"
-    assert claim_verdict(wide, "x", "a", "missing", "STS")["verdict at our scale"] == "missing results"
-    assert claim_verdict(wide, "x", "a", "b", "Retrieval")["verdict at our scale"] == "missing results"
+    assert claim_verdict(same, "a ~ b", "a", "b", "STS", "equal")["verdict"] == "supported"
+    assert claim_verdict(wide, "x", "a", "missing", "STS")["verdict"] == "missing results"
+    assert claim_verdict(wide, "x", "a", "b", "Retrieval")["verdict"] == "missing results"
     with pytest.raises(ValueError, match="unknown expectation"):
         claim_verdict(wide, "x", "a", "b", "STS", "higher")
 
@@ -62,18 +62,18 @@ def test_a_significant_test_whose_mean_points_the_other_way_is_inconclusive():
     wide = scores({"a": 50 + gains, "b": np.full(12, 50.0)}, categories=("STS",) * 12)
     row = claim_verdict(wide, "a beats b", "a", "b", "STS", "better")
     assert row["p (Wilcoxon)"] < 0.05 and row["difference"] < 0  # the signed ranks favour a, the mean b
-    assert row["verdict at our scale"] == DISAGREE
+    assert row["verdict"] == DISAGREE
     even = np.array([1.0] * 12 + [-12.0])  # a mean of exactly 0 settles no direction either
     test = wilcoxon_over_tasks(50 + even, np.full(13, 50.0))
     assert test["p"] < 0.05 and test["mean_difference"] == 0 and test["verdict"] == UNSETTLED
     assert wilcoxon_over_tasks(50 + np.abs(gains), np.full(12, 50.0))["verdict"] == "significant: first better"
-    assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict at our scale"] == DISAGREE
+    assert claim_verdict(wide, "b beats a", "b", "a", "STS", "better")["verdict"] == DISAGREE
 
 
 def test_two_datasets_are_untestable_not_a_verdict():
     wide = scores({"a": [60.0, 70.0], "b": [50.0, 60.0]}, categories=("Retrieval", "Retrieval"))
     row = claims_table(wide, [("a beats b", "a", "b", "Retrieval", "better")]).iloc[0]
-    assert row["verdict at our scale"].startswith("untestable at n=2") and row["paired"] == 2
+    assert row["verdict"].startswith("untestable at n=2") and row["paired"] == 2
     assert row["95% CI (bootstrap)"].startswith("n/a")  # no interval from a bootstrap over 2 units
 
 
@@ -85,14 +85,14 @@ def test_paper3_tables_claims_pick_the_best_contrastive_baseline_and_list_what_f
                    "mean, in-batch": base + 1})
     assert best_contrastive(wide) == "last token, in-batch"
     claims = table_claims(wide)
-    sts = claims[claims.category == "STS"].set_index("comparison")["verdict at our scale"]
+    sts = claims[claims.category == "STS"].set_index("comparison")["verdict"]
     assert sts["compression only vs last token"] == "supported"
     assert sts["AutoRegEmbed vs compression only"] == "inconclusive"
     assert sts["AutoRegEmbed vs last token, in-batch"] == "contradicted"
-    assert set(claims[claims.category == "Retrieval"]["verdict at our scale"]) == {"missing results"}
+    assert set(claims[claims.category == "Retrieval"]["verdict"]) == {"missing results"}
     failed = not_reproduced(claims)
     # tested and not supported: the inconclusive and the contradicted STS rows; missing retrieval rows are not listed
-    assert sorted(failed["verdict at our scale"]) == ["contradicted", "inconclusive"]
+    assert sorted(failed["verdict"]) == ["contradicted", "inconclusive"]
     table = headline_table(wide)
     assert list(table.index[:3]) == ["last token", "last token, in-batch", "mean, in-batch"]  # the paper's order
     assert table.loc["AutoRegEmbed", "STS average"] == pytest.approx(wide["AutoRegEmbed"].mean())
@@ -106,16 +106,16 @@ def test_data_efficiency_tests_every_size_with_the_runs_as_units():
     # Figure 3's few samples (AutoRegEmbed at the size nearest 30% of the largest against the baseline at the largest)
     from repro.autoregembed.claims import FEW_SAMPLES, PARETO
 
-    assert every["claim (paper)"].value_counts().to_dict() == {
+    assert every["statement"].value_counts().to_dict() == {
         "AutoRegEmbed beats mean, in-batch at equal training data, at every size (Figure 3)": 4, PARETO: 4,
         FEW_SAMPLES: 1}
-    assert every[every["claim (paper)"] == FEW_SAMPLES]["comparison"].tolist() == [
+    assert every[every["statement"] == FEW_SAMPLES]["comparison"].tolist() == [
         "AutoRegEmbed at 128 vs mean, in-batch at 512"]
-    claims = every[every["claim (paper)"].str.endswith("(Figure 3)")]
+    claims = every[every["statement"].str.endswith("(Figure 3)")]
     assert list(claims["category"]) == ["64 triplets", "128 triplets", "256 triplets", "512 triplets"]
-    assert set(claims["units"]) == {"3 vs 3 runs"} and set(claims["verdict at our scale"]) == {"supported"}
+    assert set(claims["units"]) == {"3 vs 3 runs"} and set(claims["verdict"]) == {"supported"}
     one = data_efficiency_claims(pd.DataFrame(rows)[lambda f: f.seed == 0])
-    assert set(one["verdict at our scale"]) == {"untestable (one training run per method: no run-level test)"}
+    assert set(one["verdict"]) == {"untestable (one training run per method: no run-level test)"}
 
 
 def test_data_efficiency_tests_alignment_against_the_compression_only_line():
@@ -128,22 +128,22 @@ def test_data_efficiency_tests_alignment_against_the_compression_only_line():
                                                         "AutoRegEmbed at 256 vs mean, in-batch at 1024"]
     prompt = claims[claims.comparison == "AutoRegEmbed vs PromptEOL"]  # 6-10 points below the fixed PromptEOL
     assert list(prompt["units"].unique()) == ["3 runs vs one fixed model"]  # PromptEOL is training-free
-    assert set(prompt["verdict at our scale"]) == {"contradicted"} and prompt["claim (paper)"].iloc[0].startswith(
+    assert set(prompt["verdict"]) == {"contradicted"} and prompt["statement"].iloc[0].startswith(
         "AutoRegEmbed beats training-free prompt methods")
     # compression only is a trained stage 1 with one run: a side too small for a test, never a fixed model
     below = claims[claims.comparison == "AutoRegEmbed vs compression only"]
-    assert set(below["verdict at our scale"]) == {ONE_RUN} and set(below["mean second"]) == {50.0}
-    assert below["claim (paper)"].iloc[0].startswith("alignment improves on compression only")
+    assert set(below["verdict"]) == {ONE_RUN} and set(below["mean second"]) == {50.0}
+    assert below["statement"].iloc[0].startswith("alignment improves on compression only")
     # 5 sizes x (mean, PromptEOL), 5 for Figure 1's front, 1 for Figure 3's few samples
     assert len(data_efficiency_claims(pd.DataFrame(rows), references=references.drop("compression only"))) == 16
     # stage-2 seeds that share one stage 1 are one independent run: nothing about AutoRegEmbed is testable
     shared = pd.DataFrame(rows).assign(unit=lambda f: np.where(f.method == "AutoRegEmbed", "stage 1 a",
                                                                "run " + f.seed.astype(str)))
     one = data_efficiency_claims(shared, references=references)
-    assert not any(is_tested(v) for v in one["verdict at our scale"])
-    assert set(one[one.comparison == "AutoRegEmbed vs PromptEOL"]["verdict at our scale"]) == {ONE_RUN}
+    assert not any(is_tested(v) for v in one["verdict"])
+    assert set(one[one.comparison == "AutoRegEmbed vs PromptEOL"]["verdict"]) == {ONE_RUN}
     two = shared.assign(unit=lambda f: np.where((f.method == "AutoRegEmbed") & (f.seed == 2), "stage 1 b", f.unit))
-    assert set(data_efficiency_claims(two)["verdict at our scale"]) == {few_runs(2, 3)}
+    assert set(data_efficiency_claims(two)["verdict"]) == {few_runs(2, 3)}
     per_size = data_efficiency_differences(pd.DataFrame(rows), references=references)
     assert per_size.loc[("compression only", 64), "seeds"] == 3
     assert per_size.loc[("compression only", 64), "mean difference"] == pytest.approx(50 + 0.6 + 0.1 - 4 - 50)
@@ -158,15 +158,15 @@ def test_ablation_claims_quote_the_paper_and_skip_the_temperature_grid():
                    "reference added (official code)": base + 2 + rng.uniform(0, 1, 8)})
     claims = ablation_claims(wide).set_index("comparison")
     code = claims.loc["reference added (official code) vs full (Eq. 2, sigmoid)"]
-    assert "not test it" in code["claim (paper)"] and code["verdict at our scale"] == "contradicted"  # it does better
+    assert "not test it" in code["statement"] and code["verdict"] == "contradicted"  # it does better
     claims = claims.drop(code.name)
     assert list(claims.index) == ["KL divergence vs full (Eq. 2, sigmoid)", "tanh vs full (Eq. 2, sigmoid)"]
-    assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "verdict at our scale"] == "supported"
+    assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "verdict"] == "supported"
     assert claims.loc["KL divergence vs full (Eq. 2, sigmoid)", "paper (quoted STS average)"] == 79.82
     # the paper says tanh performs similarly: an equivalence claim, never "worse than the full loss"
     tanh = claims.loc["tanh vs full (Eq. 2, sigmoid)"]
-    assert tanh["expected"] == "equal" and tanh["claim (paper)"].startswith("tanh performs similarly")
-    assert tanh["verdict at our scale"] == "supported"  # noise of SD 1 on 8 tasks: the interval inside +-1
+    assert tanh["expected"] == "equal" and tanh["statement"].startswith("tanh performs similarly")
+    assert tanh["verdict"] == "supported"  # noise of SD 1 on 8 tasks: the interval inside +-1
 
 
 def test_memory_claim_is_supported_only_if_alignment_is_lighter_at_every_batch_size():
@@ -174,14 +174,14 @@ def test_memory_claim_is_supported_only_if_alignment_is_lighter_at_every_batch_s
                           for o, b, mb in [("align", 4, 90), ("contrastive", 4, 100), ("align", 8, 210),
                                            ("contrastive", 8, 200)]])
     claim = memory_claim(costs)
-    assert claim["memory align / contrastive"] == [0.9, 1.05] and claim["verdict at our scale"] == "does not hold (measured)"
+    assert claim["memory align / contrastive"] == [0.9, 1.05] and claim["verdict"] == "does not hold (measured)"
     costs.loc[costs.objective == "align", "peak_mb_above_model"] = 50
-    assert memory_claim(costs)["verdict at our scale"] == "holds (measured)"
+    assert memory_claim(costs)["verdict"] == "holds (measured)"
     costs.loc[0, "peak_mb_above_model"] = np.nan  # a failed measurement is not a verdict
-    assert memory_claim(costs)["verdict at our scale"] == "missing results"
+    assert memory_claim(costs)["verdict"] == "missing results"
     costs.loc[0, "peak_mb_above_model"] = 90
     costs.loc[costs.objective == "contrastive", "peak_mb_above_model"] = 0  # a zero baseline: ratio inf, not a result
-    assert memory_claim(costs)["verdict at our scale"] == "missing results"
+    assert memory_claim(costs)["verdict"] == "missing results"
 
 
 def test_training_curves_pick_the_stored_runs_of_the_configs_and_plot_one_legend(monkeypatch):
@@ -258,10 +258,10 @@ def test_adjusted_p_values_cover_only_the_tested_rows():
     from scipy.stats import false_discovery_control
 
     claims = pd.DataFrame({"p (Wilcoxon)": [0.01, 0.04, 0.5, 0.3, 0.02],
-                           "verdict at our scale": ["supported", "contradicted", "untestable",
+                           "verdict": ["supported", "contradicted", "untestable",
                                                     "not supported (no significant difference)",
                                                     "inconclusive (within the seed spread)"]})
-    adjusted = with_adjusted_p(claims)["p (BH-adjusted)"]
+    adjusted = with_adjusted_p(claims)["p (BH)"]
     assert np.isnan(adjusted[2])  # a verdict within the seed spread was still a test: it counts
     np.testing.assert_allclose(adjusted[[0, 1, 3, 4]], false_discovery_control([0.01, 0.04, 0.3, 0.02]))
     assert (adjusted[[0, 1, 3]].to_numpy() >= claims["p (Wilcoxon)"][[0, 1, 3]].to_numpy()).all()
@@ -273,15 +273,15 @@ def test_a_test_read_by_two_statements_counts_once_in_the_adjustment():
     claims = pd.DataFrame({"comparison": ["5 vs 4", "5 vs 1", "4 vs 5", "5 vs 1"],
                            "category": ["STS", "STS", "STS", "STS"], "paired": [9, 9, 9, 9],
                            "difference": [2.0, 3.0, -2.0, 1.0], "p (Wilcoxon)": [0.02, 0.04, 0.02, 0.6],
-                           "verdict at our scale": ["supported"] * 4})
-    adjusted = with_adjusted_p(claims)["p (BH-adjusted)"]
+                           "verdict": ["supported"] * 4})
+    adjusted = with_adjusted_p(claims)["p (BH)"]
     # rows 0 and 2 read one test (either order); row 3 compares the same models on other data (another page)
     once = false_discovery_control([0.02, 0.04, 0.6])
     np.testing.assert_allclose(adjusted, [once[0], once[1], once[0], once[2]])
     assert not np.allclose(adjusted, false_discovery_control([0.02, 0.04, 0.02, 0.6]))  # counted twice it differs
     # without a comparison and a category to name the test by, every row is its own test
     bare = claims.drop(columns=["comparison"])
-    np.testing.assert_allclose(with_adjusted_p(bare)["p (BH-adjusted)"], false_discovery_control([0.02, 0.04, 0.02, 0.6]))
+    np.testing.assert_allclose(with_adjusted_p(bare)["p (BH)"], false_discovery_control([0.02, 0.04, 0.02, 0.6]))
 
 
 def test_seed_spread_is_the_sd_across_seeds_of_one_configuration():
@@ -303,11 +303,11 @@ def test_single_run_comparisons_get_no_verdict_and_the_spread_is_shown_for_scale
     assert spread == pytest.approx(np.median([np.std([50, 50.6], ddof=1), np.std([52, 53], ddof=1)]))
     assert "gets no verdict" in text and "the other methods: last token 0.21" in text
     claims = pd.DataFrame({"difference": [0.5, -2.0, 0.3], "expected": ["better", "better", "worse"],
-                           "verdict at our scale": ["supported", "contradicted", "untestable at n=2 tasks"]})
-    marked = one_seed(claims)["verdict at our scale"].tolist()
+                           "verdict": ["supported", "contradicted", "untestable at n=2 tasks"]})
+    marked = one_seed(claims)["verdict"].tolist()
     assert marked == ["one run per method, no verdict (over tasks: supported)",
                       "one run per method, no verdict (over tasks: contradicted)", "untestable at n=2 tasks"]
-    assert claims["verdict at our scale"][0] == "supported"  # the input is left alone
+    assert claims["verdict"][0] == "supported"  # the input is left alone
     unmeasured, text = measured_spread(curve[curve.seed == 0])
     assert np.isnan(unmeasured) and "unmeasured" in text
     assert np.isnan(measured_spread(curve.iloc[0:0])[0])
@@ -349,18 +349,18 @@ def test_grid_claims_test_appendix_f_against_the_papers_choice_and_friedman_sees
     # each change alone (beta 0.1 at tau 0.05, beta 0.2 at tau 0.1)
     from repro.autoregembed.claims import TOGETHER
 
-    stable = claims[claims["claim (paper)"].str.startswith("the results are stable")]
+    stable = claims[claims["statement"].str.startswith("the results are stable")]
     assert len(claims) == 7 + 8 + 2 and len(stable) == 8 and set(stable["expected"]) == {"equal"}
-    assert sorted(claims[claims["claim (paper)"] == TOGETHER].index) == [
+    assert sorted(claims[claims["statement"] == TOGETHER].index) == [
         "tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "tau=0.05, beta=0.2 vs tau=0.1, beta=0.2"]
-    claims = claims[claims["claim (paper)"] != TOGETHER]
-    assert set(stable["verdict at our scale"]) == {"supported"}  # noise of SD 0.5 on 8 tasks, inside +-1
-    claims = claims[~claims["claim (paper)"].str.startswith("the results are stable")]
+    claims = claims[claims["statement"] != TOGETHER]
+    assert set(stable["verdict"]) == {"supported"}  # noise of SD 0.5 on 8 tasks, inside +-1
+    claims = claims[~claims["statement"].str.startswith("the results are stable")]
     assert set(claims.loc[[f"tau=1.0, beta={b} vs tau=0.05, beta={b}" for b in (0.05, 0.1, 0.2)],
-                          "verdict at our scale"]) == {"supported"}
-    assert claims.loc["tau=0.02, beta=0.1 vs tau=0.05, beta=0.1", "verdict at our scale"] == "inconclusive"
+                          "verdict"]) == {"supported"}
+    assert claims.loc["tau=0.02, beta=0.1 vs tau=0.05, beta=0.1", "verdict"] == "inconclusive"
     # no gain, with noise of SD 0.5 over 8 tasks: the one-sided interval stays below the 1-point margin
-    assert claims.loc["tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "verdict at our scale"] == "supported"
+    assert claims.loc["tau=0.05, beta=0.2 vs tau=0.05, beta=0.1", "verdict"] == "supported"
     # without the chosen cell: tau=1.0 vs tau=0.05 at beta 0.05 and 0.2, and tau 0.05 with beta 0.2 vs tau 0.1 there
     assert len(grid_claims(wide.drop(columns=["tau=0.05, beta=0.1"]))) == 3
     flat = grid_friedman(wide.drop(columns=[c for c in wide.columns if c.startswith("tau=1.0")]))
@@ -375,7 +375,7 @@ def test_identical_scores_are_no_difference_only_where_a_difference_could_have_b
     assert wilcoxon_over_tasks([50.0] * 8, [50.0] * 8)["verdict"] == "no difference"
     assert wilcoxon_over_tasks([50.0], [50.0])["verdict"].startswith("untestable at n=1")
     wide = scores({"a": [50.0], "b": [50.0]}, categories=("STS",))
-    assert claim_verdict(wide, "a beats b", "a", "b", "STS")["verdict at our scale"].startswith("untestable at n=1")
+    assert claim_verdict(wide, "a beats b", "a", "b", "STS")["verdict"].startswith("untestable at n=1")
 
 
 def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
@@ -388,7 +388,7 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
     claims = claims_table(wide, [c for c in TABLE_CLAIMS if {c[1], c[2]} <= {1, 4, 5} and c[3] == "STS"])
     rows = ledger.from_claims(1, claims, "a scale", "p1_tables")
     assert list(rows.columns) == ledger.COLUMNS and len(rows) == len(claims)
-    assert rows["verdict"].tolist() == claims["verdict at our scale"].tolist()  # never re-judged
+    assert rows["verdict"].tolist() == claims["verdict"].tolist()  # never re-judged
     assert rows["verdict"].eq("supported").all() and rows["claim"].str.contains(r"\[STS, 5 vs [14]\]").all()
     assert rows["statistic"].str.match(r"p (= 0\.\d+|< 0\.001), 8 tasks").all() and rows["current"].all()
     assert rows["tier"].eq(ledger.HEADLINE).all() and rows["p"].lt(0.05).all()
@@ -396,15 +396,15 @@ def test_the_ledger_keeps_each_claims_verdict_and_names_its_comparison():
 
     statements = ledger_statements.statements(ledger.adjusted(rows))
     assert len(statements) == 2 and statements["comparisons"].sum() == len(rows)  # one verdict per statement
-    itself = rows.iloc[:2].assign(ours=[0.0, 3.0], verdict=["not testable (the same model on both sides)", "supported"])
+    itself = rows.iloc[:2].assign(difference=[0.0, 3.0], verdict=["not testable (the same model on both sides)", "supported"])
     assert ledger_statements.statements(ledger.adjusted(itself))["ours"].tolist() == ["+3.00"]  # itself: no range end
     # a statement measured in two units (a correlation and a log frequency) shows one range per unit, each named;
     # a statistic's own unit is named even alone, a score's points only beside another unit
-    mixed = rows.iloc[:2].assign(ours=[0.25, 2.5], metric=["rho", "log-frequency"])
+    mixed = rows.iloc[:2].assign(difference=[0.25, 2.5], metric=["rho", "log-frequency"])
     assert ledger_statements.statements(ledger.adjusted(mixed))["ours"].tolist() == ["+0.25 (rho); +2.50 (nats)"]
-    cka = rows.iloc[:2].assign(ours=[13.0, 15.0], metric="CKA")
+    cka = rows.iloc[:2].assign(difference=[13.0, 15.0], metric="CKA")
     assert ledger_statements.statements(ledger.adjusted(cka))["ours"].tolist() == ["+13.00 to +15.00 (CKA x100)"]
-    score_and_rho = rows.iloc[:2].assign(ours=[3.0, 0.2], metric=["", "rho"])
+    score_and_rho = rows.iloc[:2].assign(difference=[3.0, 0.2], metric=["", "rho"])
     assert ledger_statements.statements(ledger.adjusted(score_and_rho))["ours"].tolist() == [
         "+3.00 (points x100); +0.20 (rho)"]
     counts = ledger_statements.verdict_counts(pd.concat([statements, statements.iloc[:1].assign(verdict="untestable",
@@ -864,9 +864,9 @@ def test_the_best_layer_test_counts_the_choice_of_the_best_layer():
 def test_a_ledger_statistic_without_a_p_has_no_dangling_comma():
     from repro.crosspaper.ledger_schema import from_claims
 
-    claims = pd.DataFrame({"claim (paper)": ["c", "d"], "category": ["STS", "STS"], "difference": [1.0, 2.0],
+    claims = pd.DataFrame({"statement": ["c", "d"], "category": ["STS", "STS"], "difference": [1.0, 2.0],
                            "p": [np.nan, 0.01], "units": ["1 task", "9 tasks"],
-                           "verdict at our scale": ["untestable at n=1", "supported"]})
+                           "verdict": ["untestable at n=1", "supported"]})
     assert from_claims(1, claims, "s", "p")["statistic"].tolist() == ["1 task", "p = 0.010, 9 tasks"]
 
 
@@ -875,7 +875,7 @@ def test_a_statement_of_existence_is_decided_by_its_smallest_adjusted_p():
     from repro.crosspaper.statements import statements
 
     rows = pd.DataFrame({"paper": "P1", "claim": [f"{LAST_LAYER} [a]", f"{LAST_LAYER} [b]", "x [a]", "x [b]"],
-                         "tier": "headline", "ours": [6.0, 0.5, 2.0, 1.5], "paper (quoted)": "-",
+                         "tier": "headline", "difference": [6.0, 0.5, 2.0, 1.5], "paper (quoted)": "-",
                          "p (BH)": [0.001, 0.5, 0.01, 0.03], "page": "p",
                          "verdict": ["supported", "inconclusive", "supported", "supported"]})
     table = statements(rows).set_index("statement")
@@ -894,7 +894,7 @@ def test_the_ledger_counts_a_test_two_statements_read_once_in_its_family():
     from repro.crosspaper.ledger import adjusted
 
     def row(claim, ours, p, expected="better"):
-        return {"paper": "P", "claim": claim, "tier": "headline", "scale": "s1", "ours": ours, "paper (quoted)": "",
+        return {"paper": "P", "claim": claim, "tier": "headline", "scale": "s1", "difference": ours, "paper (quoted)": "",
                 "test": "t", "statistic": 5, "expected": expected, "p": p, "margin side": "", "verdict": "supported",
                 "page": "p", "current": True, "margin": 1.0}
 

@@ -29,14 +29,14 @@ def test_a_consistent_gap_between_runs_is_supported_and_one_the_runs_scatter_ove
     assert spread.loc[1, "seeds"] == 3 and spread.loc[5, "all tasks"] < 0.2
     claim = ("model 5 beats model 1", 5, 1, None, "better")
     row = seeded_claims(frame, [claim]).iloc[0]
-    assert row["verdict at our scale"] == "supported" and row["units"] == "3 vs 3 runs" and row["p"] < 0.01
+    assert row["verdict"] == "supported" and row["units"] == "3 vs 3 runs" and row["p"] < 0.01
     # the same 3-point gap, but the runs scatter by ~5 points: inconclusive, however many tasks agree
     wide = {1: [0.0, 5.0, -5.0], 5: [0.0, 5.0, -5.0]}
     noisy = seeded_claims(_frame({1: 0.0, 5: 3.0}, noise=wide), [claim]).iloc[0]
-    assert noisy["verdict at our scale"] == "inconclusive" and noisy["seed spread"] > 3
+    assert noisy["verdict"] == "inconclusive" and noisy["seed spread"] > 3
     # one run per model: no run-level test, so no verdict
     single = seeded_claims(_frame({1: 0.0, 5: 3.0}, seeds=(0,)), [claim]).iloc[0]
-    assert single["verdict at our scale"] == "untestable (one training run per method: no run-level test)"
+    assert single["verdict"] == "untestable (one training run per method: no run-level test)"
     assert single["seeds"] == 1
 
 
@@ -44,20 +44,20 @@ def test_a_no_gain_statement_needs_its_interval_below_the_margin():
     wide = {1: [0.0, 5.0, -5.0], 2: [0.0, 5.0, -5.0]}
     # model 2 a little below model 1 with runs that scatter by 5 points: a failed test is no support
     unsure = seeded_claims(_frame({1: 0.0, 2: -1.0}, noise=wide), [("2 brings no gain", 2, 1, None, "no gain")])
-    assert unsure.iloc[0]["verdict at our scale"] == "inconclusive" and unsure.iloc[0]["seed spread"] > 1
+    assert unsure.iloc[0]["verdict"] == "inconclusive" and unsure.iloc[0]["seed spread"] > 1
     assert unsure.iloc[0]["seeds (first/second)"] == "3/3"
     # the same with tight runs: the one-sided interval lies below +1 point, so the statement holds
     tight = {1: [0.0, 0.1, -0.1], 2: [0.0, 0.1, -0.1]}
     holds = seeded_claims(_frame({1: 0.0, 2: -1.0}, noise=tight), [("2 brings no gain", 2, 1, None, "no gain")])
-    assert holds.iloc[0]["verdict at our scale"] == "supported" and holds.iloc[0]["margin side"] == "within"
+    assert holds.iloc[0]["verdict"] == "supported" and holds.iloc[0]["margin side"] == "within"
     # model 2 consistently 3 points above with tight runs: beyond the margin, contradicted
     beaten = seeded_claims(_frame({1: 0.0, 2: 3.0}, noise=tight), [("2 brings no gain", 2, 1, None, "no gain")])
-    assert beaten.iloc[0]["verdict at our scale"] == "contradicted"
+    assert beaten.iloc[0]["verdict"] == "contradicted"
 
 
 def test_one_seed_marks_only_the_tested_verdicts_and_unequal_seed_counts_are_shown():
-    table = pd.DataFrame({"verdict at our scale": ["supported", "untestable", "contradicted", "missing results"]})
-    assert one_seed(table)["verdict at our scale"].tolist() == [
+    table = pd.DataFrame({"verdict": ["supported", "untestable", "contradicted", "missing results"]})
+    assert one_seed(table)["verdict"].tolist() == [
         "one run per method, no verdict (over tasks: supported)", "untestable",
         "one run per method, no verdict (over tasks: contradicted)", "missing results"]
     frame = pd.concat([_frame({1: 0.0}), _frame({5: 3.0}, seeds=(0, 1))])

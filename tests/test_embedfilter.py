@@ -130,7 +130,7 @@ def test_the_mechanism_claim_reads_the_removed_band_against_random_bands():
     record = {"removed_spearman": 0.30, "random_spearman": [0.05, 0.10, -0.02, 0.08], "p_one_sided": 1 / 5,
               "params": {"filter": "edge/2"}}
     row = mechanism_claims({"b": record}).iloc[0]
-    assert row["claim (paper)"] == MECHANISM and row["difference"] == pytest.approx(100 * (0.30 - 0.0525))
-    assert row["verdict at our scale"] == "inconclusive"  # 4 random bands: p = 0.2 at best
+    assert row["statement"] == MECHANISM and row["difference"] == pytest.approx(100 * (0.30 - 0.0525))
+    assert row["verdict"] == "inconclusive"  # 4 random bands: p = 0.2 at best
     strong = record | {"random_spearman": [0.05] * 99, "p_one_sided": 1 / 100}
-    assert mechanism_claims({"b": strong}).iloc[0]["verdict at our scale"] == "supported"
+    assert mechanism_claims({"b": strong}).iloc[0]["verdict"] == "supported"

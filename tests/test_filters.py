@@ -179,7 +179,7 @@ def test_frequency_claims_need_all_three_shifts_and_no_margin():
     from repro.verdicts.rule import statement_verdict
 
     aligned = frequency_claims({"a": _probe(0.4, 0.1, 0.002, 0.002, 0.5)})
-    assert len(aligned) == 3 and set(aligned["verdict at our scale"]) == {"supported"}
+    assert len(aligned) == 3 and set(aligned["verdict"]) == {"supported"}
     # the differences are a correlation and a log frequency, far below the score margin of 1 point: still decided
     assert (aligned["difference"].abs() < 1).all() and (aligned["margin"] == 0).all()
     # each row names its family, whose margin is the declared one, and the glossary's table lists each family
@@ -191,13 +191,13 @@ def test_frequency_claims_need_all_three_shifts_and_no_margin():
     table = margins_table().set_index("metric family")
     assert {"CKA", "rho", "log-frequency", "band-alignment"} <= set(table.index)
     assert table.loc["log-frequency", "metric"].endswith("(nats)") and table.loc["rho", "margin"] == 0
-    assert set(with_adjusted_p(aligned)["verdict at our scale"]) == {"supported"}
+    assert set(with_adjusted_p(aligned)["verdict"]) == {"supported"}
     reversed_ = frequency_claims({"b": _probe(0.4, 0.6, 0.002, 0.002, -0.5)})
-    assert statement_verdict(reversed_["verdict at our scale"]) == "contradicted"
+    assert statement_verdict(reversed_["verdict"]) == "contradicted"
     unsure = frequency_claims({"c": _probe(0.4, 0.35, 0.002, 0.4, 0.5)})
-    assert statement_verdict(unsure["verdict at our scale"]) == "inconclusive"
+    assert statement_verdict(unsure["verdict"]) == "inconclusive"
     old = frequency_claims({"d": _probe(0.4, 0.1, None, None, 0.5)})  # stored before the bootstrap p was kept
-    assert old["verdict at our scale"].str.startswith("untestable").sum() == 2
+    assert old["verdict"].str.startswith("untestable").sum() == 2
 
 
 def test_storage_claim_holds_only_if_the_index_falls_and_the_largest_ratio_searches_faster():
@@ -208,11 +208,11 @@ def test_storage_claim_holds_only_if_the_index_falls_and_the_largest_ratio_searc
                           "search_ms_per_query": t} for r, t in zip((1, 2, 4, 8), times)]}
 
     held = storage_claim({64: record([4.0, 2.1, 1.2, 0.7])})
-    assert held["verdict at our scale"] == "holds (measured)" and held["search speed-up at ratio 8"] == [5.71]
+    assert held["verdict"] == "holds (measured)" and held["search speed-up at ratio 8"] == [5.71]
     assert held["search time falls at every step"]
     noisy = storage_claim({64: record([4.0, 2.1, 2.3, 0.7])})  # a step up: reported, the end-to-end claim holds
-    assert noisy["verdict at our scale"] == "holds (measured)" and not noisy["search time falls at every step"]
-    assert storage_claim({64: record([4.0, 2.1, 2.3, 4.1])})["verdict at our scale"] == "does not hold (measured)"
+    assert noisy["verdict"] == "holds (measured)" and not noisy["search time falls at every step"]
+    assert storage_claim({64: record([4.0, 2.1, 2.3, 4.1])})["verdict"] == "does not hold (measured)"
 
 
 def test_the_deviation_table_follows_the_pages_settings():

@@ -87,7 +87,7 @@ def test_the_page_reads_seeds_curves_and_verdicts_and_budget_points_come_from_th
     assert spread.loc[converged.COMPRESSION, "all tasks"] == 0  # one stage 1: the same weights at every seed
     assert (converged.AUTOREG, 1, "SciFact") in records
     claims = seeded_claims(frame, converged.CLAIMS)
-    assert len(claims) == 4 and claims["verdict at our scale"].notna().all()
+    assert len(claims) == 4 and claims["verdict"].notna().all()
     curves = converged.budget_curves(base, 0, SUITE, TASKS)
     steps = sorted(set(curves[converged.AUTOREG][0].budget_step))
     flat = curves[converged.COMPRESSION][0]
@@ -222,16 +222,16 @@ def test_the_earlier_verdicts_sit_beside_the_new_ones_matched_on_what_is_compare
     import pandas as pd
 
     earlier = pd.DataFrame({
-        "claim (paper)": ["compression alone beats the untrained last token", "alignment improves on compression only",
+        "statement": ["compression alone beats the untrained last token", "alignment improves on compression only",
                           "AutoRegEmbed beats contrastive training", "AutoRegEmbed beats contrastive training"],
         "category": ["STS", "STS", "STS", "Retrieval"],
         "comparison": ["compression only vs last token", "AutoRegEmbed vs compression only",
                        "AutoRegEmbed vs mean, in-batch + hard negative", "AutoRegEmbed vs mean, in-batch + hard negative"],
         "difference": [3.0, -5.4, -6.0, -18.3],
-        "verdict at our scale": ["supported", "contradicted", "not supported (no significant difference)", "untestable"]})
+        "verdict": ["supported", "contradicted", "not supported (no significant difference)", "untestable"]})
     now = pd.DataFrame({"comparison": ["AutoRegEmbed vs compression only", "AutoRegEmbed vs best contrastive baseline"],
                         "category": ["STS", "STS"],
-                        "verdict at our scale": ["inconclusive (within the seed spread)", "contradicted"]})
+                        "verdict": ["inconclusive (within the seed spread)", "contradicted"]})
     table = earlier_budget.with_earlier(earlier, now)
     assert list(table["comparison"]) == list(earlier["comparison"][1:])  # stage 1's claim is not this page's
     assert list(table["under the budget rule"]) == ["inconclusive (within the seed spread)", "contradicted",
@@ -302,7 +302,7 @@ def test_the_official_template_check_trains_its_stage_1_and_sets_it_beside_the_b
     test = template_check.alignment_under_official(runs)
     assert list(test.category) == ["STS", "Retrieval"]  # two seeds from one stage 1: one independent run a side
     assert (test.units == "2 stage-2 seeds from one stage 1 vs that stage 1 (one independent run a side)").all()
-    assert (test["verdict at our scale"] == ONE_RUN).all()
+    assert (test["verdict"] == ONE_RUN).all()
     steps = [template_check.selected_step(base, seed) for seed in (0, 1)]
     assert None not in steps and template_check.selected_step(base, 2) is None
     chosen = template_check.selections(base).set_index("template")["selected step"]
@@ -412,8 +412,8 @@ def test_chain_ablations_are_runs_of_their_own_chain_and_a_start_selected_varian
     assert units[LABELS["js"]] == 3 and units[LABELS["no-compression"]] == 3
     assert not set(frame[frame.model == LABELS["no-compression"]].unit) & set(chains.unit)  # its own runs
     table = seeded_claims(frame, chain_ablations.claims(frame)).set_index("comparison")
-    assert table.loc[f"{LABELS['kl']} vs {LABELS['full']}", "verdict at our scale"].startswith("not testable")
+    assert table.loc[f"{LABELS['kl']} vs {LABELS['full']}", "verdict"].startswith("not testable")
     js = table.loc[f"{LABELS['js']} vs {LABELS['full']}"]
-    assert js["units"] == "3 vs 3 runs" and js["verdict at our scale"].startswith("supported")
+    assert js["units"] == "3 vs 3 runs" and js["verdict"].startswith("supported")
     assert chain_ablations.finding().startswith("9 of the 42 ablation runs on the independent chains are trained")
     assert "3 dev-selected their start" in chain_ablations.finding() and "6 adopted" in chain_ablations.finding()

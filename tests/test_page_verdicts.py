@@ -13,20 +13,20 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def _claims(difference=3.0, verdict=SUPPORTED):
-    return pd.DataFrame({"claim (paper)": ["a beats b"], "comparison": ["a vs b"], "category": ["STS"],
+    return pd.DataFrame({"statement": ["a beats b"], "comparison": ["a vs b"], "category": ["STS"],
                          "difference": [difference], "p": [0.01], "units": ["3 vs 3 runs"],
-                         "verdict at our scale": [verdict]})
+                         "verdict": [verdict]})
 
 
 def test_a_page_row_takes_the_ledgers_verdict_and_an_unknown_one_says_so():
-    ledger = pd.DataFrame({"page": ["pg"], "claim": ["a beats b [STS, a vs b]"], "ours": [3.0],
+    ledger = pd.DataFrame({"page": ["pg"], "claim": ["a beats b [STS, a vs b]"], "difference": [3.0],
                            "verdict": [INCONCLUSIVE], "p (BH)": [0.2]})
     out = on_ledger(_claims(), 3, "pg", ledger=ledger)
-    assert out["verdict at our scale"].tolist() == [INCONCLUSIVE] and out[LEDGER_P].tolist() == [0.2]
+    assert out["verdict"].tolist() == [INCONCLUSIVE] and out[LEDGER_P].tolist() == [0.2]
     # another difference (a rerun with other parameters) or another page: not the ledger's comparison
     for claims, page in ((_claims(difference=5.0, verdict=CONTRADICTED), "pg"), (_claims(verdict=CONTRADICTED), "other")):
         out = on_ledger(claims, 3, page, ledger=ledger)
-        assert out["verdict at our scale"].tolist() == [CONTRADICTED] and out["note"].tolist() == [NOT_ON_LEDGER]
+        assert out["verdict"].tolist() == [CONTRADICTED] and out["note"].tolist() == [NOT_ON_LEDGER]
 
 
 def test_no_page_decides_its_own_verdicts_over_the_page():
@@ -80,12 +80,12 @@ def test_every_pages_verdict_for_a_comparison_is_the_ledgers(monkeypatch):
     seen = 0
     for paper, page, claims in _page_claims():
         shown = on_ledger(claims, paper, page, ledger=ledger)
-        assert shown["on the ledger"].all(), (page, shown.loc[~shown["on the ledger"], "claim (paper)"].tolist())
+        assert shown["on the ledger"].all(), (page, shown.loc[~shown["on the ledger"], "statement"].tolist())
         rows = ledger[ledger["page"] == page]
-        for (_, row), verdict in zip(claims.iterrows(), shown["verdict at our scale"]):
+        for (_, row), verdict in zip(claims.iterrows(), shown["verdict"]):
             where = [str(x) for x in (row["category"], row["comparison"]) if str(x) != "all"]
-            match = rows[(rows["claim"] == f"{row['claim (paper)']} [{', '.join(where)}]")
-                         & (pd.to_numeric(rows["ours"]).round(2) == round(float(row["difference"]), 2))]
-            assert len(match) == 1 and match["verdict"].iloc[0] == verdict, (page, row["claim (paper)"])
+            match = rows[(rows["claim"] == f"{row['statement']} [{', '.join(where)}]")
+                         & (pd.to_numeric(rows["difference"]).round(2) == round(float(row["difference"]), 2))]
+            assert len(match) == 1 and match["verdict"].iloc[0] == verdict, (page, row["statement"])
             seen += 1
     assert seen >= 20

@@ -110,11 +110,11 @@ def test_a_statement_shows_every_comparisons_quote_with_its_label_not_only_the_f
     prompteol, echo = _quoted_gain("prompteol", "edge/2"), _quoted_gain("echo", "edge/2")
     assert prompteol.startswith("PromptEOL: ") and echo.startswith("Echo: ")
     ledger = pd.DataFrame({"paper": "P", "claim": ["gain [STS, a]", "gain [STS, b]", "gain [STS, c]"], "tier": "headline",
-                           "ours": [1.0, 2.0, 3.0], "paper (quoted)": [prompteol, echo, "not quoted in the book"],
+                           "difference": [1.0, 2.0, 3.0], "paper (quoted)": [prompteol, echo, "not quoted in the book"],
                            "test": "Wilcoxon", "expected": "better", "p": 0.01, "p (BH)": 0.01, "margin side": "",
                            "verdict": "supported", "page": "p2_main_table", "current": True, "90% CI": "",
                            "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"),
-                           "task category": "", "tasks": float("nan"), "p (MixedLM)": float("nan")})
+                           "category": "", "tasks": float("nan"), "p (MixedLM)": float("nan")})
     quoted = answer_table(statements(ledger))["paper (quoted)"].iloc[0]
     assert quoted.split(" | ")[0].startswith("PromptEOL: ") and quoted.split(" | ")[1].startswith("Echo: ")
     assert "quoted via" not in quoted  # each quote's source is left to the ledger

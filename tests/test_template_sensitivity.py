@@ -14,10 +14,10 @@ PAPER = "AutoRegEmbed (Deng et al., arXiv 2502.11401)"
 
 def _ledger(verdicts: dict[str, list[tuple[str, str]]]) -> pd.DataFrame:
     """A ledger frame of statement -> [(page, verdict), ...] comparisons, in the columns statements() reads."""
-    rows = [{"paper": PAPER, "claim": f"{statement} [comparison {i}]", "tier": "headline", "ours": 1.0,
+    rows = [{"paper": PAPER, "claim": f"{statement} [comparison {i}]", "tier": "headline", "difference": 1.0,
              "paper (quoted)": "", "test": "Welch t over runs", "expected": "better", "p": 0.01, "p (BH)": 0.01,
              "margin side": "", "verdict": verdict, "page": page, "current": True, "90% CI": "",
-             "task category": "", "tasks": float("nan"), "p (MixedLM)": float("nan")}
+             "category": "", "tasks": float("nan"), "p (MixedLM)": float("nan")}
             for statement, comparisons in verdicts.items() for i, (page, verdict) in enumerate(comparisons)]
     return pd.DataFrame(rows).reindex(columns=[*COLUMNS, "p (BH)"])
 

@@ -144,14 +144,14 @@ def test_the_ledger_adjusts_over_its_tests_and_decides_again():
     claims = pd.DataFrame({"comparison": ["a vs b", "c vs d", "e vs f", "g vs h"], "category": ["STS"] * 4,
                            "paired": [9] * 4, "expected": ["better"] * 4, "difference": [3.0, 3.0, 3.0, 3.0],
                            "margin side": [""] * 4, "p": [0.001, 0.01, 0.02, 0.5],
-                           "verdict at our scale": [SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE]})
+                           "verdict": [SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE]})
     out = with_adjusted_p(claims)
-    np.testing.assert_allclose(out["p (BH-adjusted)"], false_discovery_control([0.001, 0.01, 0.02, 0.5]))
-    assert out["verdict at our scale"].tolist() == [SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE]
+    np.testing.assert_allclose(out["p (BH)"], false_discovery_control([0.001, 0.01, 0.02, 0.5]))
+    assert out["verdict"].tolist() == [SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE]
     more = with_adjusted_p(pd.concat([claims, claims.assign(comparison=["i vs j", "k vs l", "m vs n", "o vs p"],
                                                             p=[0.6, 0.7, 0.8, 0.9])], ignore_index=True))
     # eight tests in the family: 0.02 adjusts to 0.053, and its verdict is decided again
-    assert more["verdict at our scale"].tolist()[:3] == [SUPPORTED, SUPPORTED, INCONCLUSIVE]
+    assert more["verdict"].tolist()[:3] == [SUPPORTED, SUPPORTED, INCONCLUSIVE]
 
 
 def test_a_no_difference_claim_names_the_equivalence_test_its_p_comes_from():
@@ -209,7 +209,7 @@ def test_holm_within_a_statement_guards_contradicted_if_any():
     from repro.crosspaper.statements import statements
 
     rows = pd.DataFrame({"paper": "P", "claim": [f"s [STS, {a} vs 1]" for a in (2, 3, 4)], "tier": "headline",
-                         "ours": [-3.0, 1.0, 1.5], "paper (quoted)": "-", "p": [0.03, 0.5, 0.6],
+                         "difference": [-3.0, 1.0, 1.5], "paper (quoted)": "-", "p": [0.03, 0.5, 0.6],
                          "p (BH)": [0.03, 0.5, 0.6], "verdict": [CONTRADICTED, INCONCLUSIVE, INCONCLUSIVE],
                          "page": "x", "test": "Welch", "expected": "better"})
     out = with_holm(rows)
@@ -271,10 +271,10 @@ def test_a_training_free_side_is_one_fixed_value_and_its_test_is_one_sample():
     assert test["units"] == "3 runs vs one fixed model" and test["test"].startswith("one-sample t-test")
     assert test["difference"] == pytest.approx(11.0, abs=0.3) and test["p (difference)"] < 0.01
     row = seeded_claims(frame, [("x", "trained", "prompt", "STS", "better")]).iloc[0]
-    assert row["verdict at our scale"] == "supported" and row["units"] == "3 runs vs one fixed model"
+    assert row["verdict"] == "supported" and row["units"] == "3 runs vs one fixed model"
     # two runs against the fixed value: too few, as for any trained side
     two = frame[~((frame.model == "trained") & (frame.seed == 2))]
-    assert "untestable" in seeded_claims(two, [("x", "trained", "prompt", "STS", "better")]).iloc[0]["verdict at our scale"]
+    assert "untestable" in seeded_claims(two, [("x", "trained", "prompt", "STS", "better")]).iloc[0]["verdict"]
     # the same rows without the FIXED unit are one training run: untestable, never a one-sample test
     unfixed = frame.assign(unit=frame["unit"].replace(FIXED, "seed 0"))
     assert run_comparison(unfixed, "trained", "prompt", "STS")["units"] == "3 vs 1 runs"

@@ -310,9 +310,9 @@ def not_reproduced(*tables: pd.DataFrame) -> pd.DataFrame:
     rows = pd.concat([t for t in tables if len(t)], ignore_index=True) if any(len(t) for t in tables) else pd.DataFrame()
     if not len(rows):
         return rows
-    verdicts = rows["verdict at our scale"]
+    verdicts = rows["verdict"]
     keep = verdicts.map(is_tested) & ~verdicts.map(is_supported)
-    return rows[keep][["claim (paper)", "category", "difference", "p", "verdict at our scale"]]
+    return rows[keep][["statement", "category", "difference", "p", "verdict"]]
 
 
 def memory_claim(costs: pd.DataFrame) -> dict:
@@ -326,7 +326,7 @@ def memory_claim(costs: pd.DataFrame) -> dict:
     usable = len(memory) and np.isfinite(memory.to_numpy(dtype=float)).all() and (memory > 0).all()
     # one deterministic measurement per batch size: a measured comparison, reported apart from the tested claims
     verdict = "missing results" if not usable else "holds (measured)" if cheaper else "does not hold (measured)"
-    return {"claim (paper)": MEMORY,
+    return {"statement": MEMORY,
             "batch sizes": list(memory.index), "memory align / contrastive": [round(float(m), 2) for m in memory],
             "time align / contrastive": [round(float(t), 2) for t in time],
-            "verdict at our scale": verdict}
+            "verdict": verdict}

@@ -96,32 +96,32 @@ def caption(text: str, paper: str = "") -> None:
 
 
 def verdict_lead(claims, what: str = "comparisons") -> str:
-    """A page's finding in one sentence, from its claims table (the ``verdict at our scale`` column of
+    """A page's finding in one sentence, from its claims table (the ``verdict`` column of
     :func:`repro.verdicts.comparison.claims_table` and its seeded forms). Counted in statements, the ledger's unit,
-    where the table names them (``claim (paper)``: one verdict per statement, :func:`statement_verdict`), with its
+    where the table names them (``statement``: one verdict per statement, :func:`statement_verdict`), with its
     ``what`` (comparisons) after; else in ``what``. With the largest tested difference; where no statement is
     decided either way, the page leads with that measured fact instead of zero counts."""
-    if claims is None or len(claims) == 0 or "verdict at our scale" not in claims:
+    if claims is None or len(claims) == 0 or "verdict" not in claims:
         return f"no {what} tested yet (their results are not stored)"
-    if "claim (paper)" in claims:
-        verdicts = claims.groupby("claim (paper)", sort=False)["verdict at our scale"].apply(
+    if "statement" in claims:
+        verdicts = claims.groupby("statement", sort=False)["verdict"].apply(
             lambda v: base_verdict(statement_verdict(v.astype(str))))
         noun = "statement" if len(verdicts) == 1 else "statements"
         units = f"{len(verdicts)} {noun} ({len(claims)} {what})"
     else:
-        verdicts = claims["verdict at our scale"].astype(str).map(base_verdict)
+        verdicts = claims["verdict"].astype(str).map(base_verdict)
         units = f"{len(claims)} {what}"
     supported, contradicted = int((verdicts == SUPPORTED).sum()), int((verdicts == CONTRADICTED).sum())
     counts = (f"of {units}, {supported} {'is' if supported == 1 else 'are'} supported at our scale, "
               f"{contradicted} contradicted and {len(verdicts) - supported - contradicted} neither (inconclusive or "
               "untestable)")
     rows = claims[pd.to_numeric(claims["difference"], errors="coerce").notna()] if "difference" in claims else claims.iloc[:0]
-    tested = rows[rows["verdict at our scale"].astype(str).map(is_tested)]
+    tested = rows[rows["verdict"].astype(str).map(is_tested)]
     if not len(rows):
         return counts
     decided = supported + contradicted > 0
     row = (tested if len(tested) else rows).pipe(lambda t: t.loc[pd.to_numeric(t["difference"]).abs().idxmax()])
-    label = row.get("comparison", row.get("claim (paper)", ""))
+    label = row.get("comparison", row.get("statement", ""))
     category = row.get("category")
     where = f" ({category})" if isinstance(category, str) and category else ""
     fact = f"{float(row['difference']):+.2f} points, {label}{where}"
@@ -133,7 +133,7 @@ def verdict_lead(claims, what: str = "comparisons") -> str:
 
 CLAIM_COLUMNS = {"page": "page", "comparison": "comparison", "category": "category", "paired": "tasks",
                  "units": "units", "difference": "difference", "90% CI": "90% CI", "p": "p",
-                 "p (BH-adjusted)": "BH", "p (BH over the ledger)": "BH (ledger)", "seed spread": "spread", "verdict at our scale": "verdict"}
+                 "p (BH)": "BH", "p (BH over the ledger)": "BH (ledger)", "seed spread": "spread", "verdict": "verdict"}
 
 
 def claims_view(claims):
@@ -153,7 +153,7 @@ def claims_view(claims):
         table.index = pd.Index(label, name=None)  # what tells the statement's rows apart labels them
         return table[["verdict", *[c for c in table.columns if c != "verdict"]]]  # seen without scrolling
 
-    return [(statement, narrow(part)) for statement, part in claims.groupby("claim (paper)", sort=False)]
+    return [(statement, narrow(part)) for statement, part in claims.groupby("statement", sort=False)]
 
 
 LABEL_COLUMNS = ("page", "comparison", "category")  # what may tell a statement's rows apart
@@ -183,7 +183,7 @@ def show_claims(claims, detail: bool = False) -> None:
         print("no claim has both of its sides stored yet")
         return
     views = dict(claims_view(claims))
-    for statement, part in claims.groupby("claim (paper)", sort=False):
+    for statement, part in claims.groupby("statement", sort=False):
         labels = set(row_labels(part))
         shared = {label: part[c].iloc[0] for c, label in CONSTANTS.items()
                   if c in part and part[c].astype(str).nunique() == 1 and str(part[c].iloc[0]) not in labels}

@@ -10,7 +10,7 @@ it), so no page formats its tables by hand:
   never carried across alpha); a column with a nonzero value that 2 decimals would print as 0 keeps 3 significant
   digits (0.000123 stays 0.000123); every other float column gets the fewest decimals, up to 2, that show its values
   after rounding to 2 (a column of 2.1 and 0.75 prints 2.10 and 0.75; 2400.000 prints 2400);
-* the verdict column (``verdict``, ``verdict at our scale``) comes second, after the column that labels a row (or
+* the verdict column (``verdict``, ``verdict``) comes second, after the column that labels a row (or
   first, where a labelled index does), so a reader sees it without scrolling.
 """
 
@@ -26,7 +26,7 @@ from IPython import get_ipython
 from repro.verdicts.wording import p_text
 
 MAX_DECIMALS = 2
-VERDICT_COLUMNS = ("verdict", "verdict at our scale")
+VERDICT_COLUMNS = ("verdict", "verdict")
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
 _WORDS = {"ci": "CI", "mb": "MB", "gb": "GB", "ms": "ms", "sts": "STS", "cpu": "CPU", "gflops": "GFLOP/s",
           "fp32": "fp32", "sd": "SD", "eos": "EOS", "n": "n"}

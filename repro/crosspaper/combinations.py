@@ -282,7 +282,7 @@ def ledger_rows(table: pd.DataFrame) -> pd.DataFrame:
         rows.append({"paper": BOOK, "claim": PROMPT_QUESTION if prompt else
                      f"{SURVIVES} [{r['question'].split(' on ', 1)[1]}]", "tier": "book",
                      "scale": f"{r['combined']} vs {r['base']}, {r['tasks']} tasks, '{SUITE}' suite",
-                     "ours": round(float(difference), 2) if pd.notna(difference) else "",
+                     "difference": round(float(difference), 2) if pd.notna(difference) else "",
                      "paper (quoted)": NOT_QUOTED, "test": RUNS_TEST if prompt else TASKS_TEST,
                      "statistic": fmt_p(p), "expected": "better",
                      "p": float(p) if pd.notna(p) else float("nan"), "margin side": "", "verdict": verdict,

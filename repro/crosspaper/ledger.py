@@ -40,19 +40,16 @@ def all_comparisons(profile: str = "standard", recompute: bool = False, pages: d
                      + [combination_rows(combination_table())], ignore_index=True)
 
 
-LEDGER_NAMES = {"verdict": "verdict", "difference": "ours", "comparison": "compared", "category": "scale",
-                "paired": "statistic", "adjusted": "p (BH)"}  # the ledger's columns in the engine's terms
-
-
 def adjusted(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with "p (BH)": Benjamini-Hochberg over every tested row as one family, and each tested verdict
-    decided again at its adjusted p (:func:`repro.verdicts.multiplicity.with_adjusted_p`, in the ledger's column
-    names), then Holm within each statement (:func:`with_holm`)."""
+    decided again at its adjusted p (:func:`repro.verdicts.multiplicity.with_adjusted_p`: the claim rows' schema),
+    then Holm within each statement (:func:`with_holm`)."""
     # one key per test (repro.verdicts.multiplicity._test_keys): the two compared sides in the claim's brackets, in
-    # either order ("[STS, 5 vs 1]"), the scale and the statistic; never the claim text, which differs between the
-    # statements that read one test (e.g. "a better than b" and "b no gain over a")
-    frame = rows.assign(compared=rows["claim"].map(_compared), p=rows["p"].astype(float))
-    return with_holm(with_adjusted_p(frame, LEDGER_NAMES).drop(columns="compared"))
+    # either order ("[STS, 5 vs 1]"), the category and paired units, and within the ledger the scale and the
+    # statistic; never the claim text, which differs between the statements that read one test (e.g. "a better than
+    # b" and "b no gain over a")
+    frame = rows.assign(comparison=rows["claim"].map(_compared), p=rows["p"].astype(float))
+    return with_holm(with_adjusted_p(frame, within=("scale", "statistic")))
 
 
 def with_holm(rows: pd.DataFrame) -> pd.DataFrame:

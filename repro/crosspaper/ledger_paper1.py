@@ -52,7 +52,7 @@ def paper1_rows(profile: str = "standard", recompute: bool = False) -> pd.DataFr
                    else adjusted_verdict(INCONCLUSIVE, "better", difference, "", r["p (max over layers)"]))
         rows.append({"paper": PAPERS[1], "claim": f"{LAST_LAYER} [{r['backbone']}]", "tier": HEADLINE,
                      "scale": f"{r['backbone']}, EOS pooling, {r['tasks']} tasks, '{fig['suite']}' suite",
-                     "ours": difference, "paper (quoted)": NOT_QUOTED, "test": BEST_LAYER_TEST,
+                     "difference": difference, "paper (quoted)": NOT_QUOTED, "test": BEST_LAYER_TEST,
                      "statistic": f"{fmt_p(r['p (max over layers)'])}, layer {r['tested layer (largest t)']} (the "
                                   f"largest t) vs the last, {r['last layer']}; the choice of the layer is inside the test",
                      "expected": "better", "p": float(r["p (max over layers)"]), "margin side": "",

@@ -87,7 +87,7 @@ def _p2_row(claim: str, r, scale: str, quoted: str, page: str, tier: str, curren
     difference = float(r["mean difference"])
     verdict = (DISAGREE if test == UNSETTLED else "untestable" if test.startswith("untestable")
                else adjusted_verdict(INCONCLUSIVE, "better", difference, "", r["p (Wilcoxon)"]))
-    return {"paper": PAPERS[2], "claim": claim, "tier": tier, "scale": scale, "ours": round(difference, 2),
+    return {"paper": PAPERS[2], "claim": claim, "tier": tier, "scale": scale, "difference": round(difference, 2),
             "paper (quoted)": quoted, "test": WILCOXON,
             "statistic": f"{fmt_p(r['p (Wilcoxon)'])}, {r['wins']} wins / {r['losses']} losses", "expected": "better",
             "p": float(r["p (Wilcoxon)"]), "margin side": "", "verdict": verdict, "page": page, "current": current,

@@ -52,7 +52,7 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
     quoted_ablation = ablations["paper (quoted STS average)"].map(
         lambda v: NOT_QUOTED if pd.isna(v) else f"{v} (STS average of the variant, quoted from the paper)")
     grid = one_seed(grid_claims(variants, (base_a.temperature, base_a.beta)))
-    quoted_grid = (grid["claim (paper)"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
+    quoted_grid = (grid["statement"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
                                              if "Appendix F:" in c else NOT_QUOTED) if len(grid) else None)
     step = f"{base_t.steps} stage-2 steps x {base_t.batch_size} triplets, seed {base_t.seed}"
     m = page_parameters("p3_memory", profile, pages.get("p3_memory"))
@@ -67,7 +67,7 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
     earlier = chains.empty  # the chains' ablations, once one is stored, make the one-run rows history
     tables = one_seed(p3_claims(wide))
     # a statement the budget rule's runs test supersedes the single-run Tables page's rows of it
-    superseded = tables["claim (paper)"].isin(set(converged["claim"].map(statement_of)))
+    superseded = tables["statement"].isin(set(converged["claim"].map(statement_of)))
     parts = [
         from_claims(3, tables[superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
                      test=held, quoted="in the claim text (quoted from the paper's Tables 1-2)", current=False),

@@ -12,9 +12,12 @@ from repro.crosspaper.registry import REGISTRY
 from repro.verdicts.rule import MARGINS, TASKS_TEST
 from repro.verdicts.wording import p_text
 
-COLUMNS = ["paper", "claim", "tier", "scale", "ours", "paper (quoted)", "test", "statistic", "expected", "p",
+# the claim rows' names (repro.verdicts.rule.claim_row) wherever a ledger row holds the same thing: "difference",
+# "category", "paired", "verdict", "p"; a ledger row adds its paper, tier, scale, page, currency and the bracketed
+# claim (the statement and its comparison: the row's key, also in the stored ledger history)
+COLUMNS = ["paper", "claim", "tier", "scale", "difference", "paper (quoted)", "test", "statistic", "expected", "p",
            "margin side", "verdict", "page", "current", "margin", "90% CI", "detectable (80% power)",
-           "units a side for 2x margin", "task category", "tasks", "p (MixedLM)", "metric"]
+           "units a side for 2x margin", "category", "paired", "tasks", "p (MixedLM)", "metric"]
 HEADLINE, ABLATION = "headline", "ablation"
 
 
@@ -49,25 +52,26 @@ def from_claims(paper: int, claims: pd.DataFrame, scale: str, page: str, test: s
         return pd.DataFrame(columns=COLUMNS)
     where = [", ".join(str(x) for x in (category, comparison) if x is not None and not pd.isna(x) and x != "all")
              for category, comparison in zip(claims["category"], claims.get("comparison", [None] * len(claims)))]
-    claim = claims["claim (paper)"] + pd.Series([f" [{w}]" if w else "" for w in where], index=claims.index)
+    claim = claims["statement"] + pd.Series([f" [{w}]" if w else "" for w in where], index=claims.index)
     p = claims["p"] if "p" in claims else claims["p (Wilcoxon)"]
     units = claims["units"] if "units" in claims else claims["paired"].astype(str) + " paired"
     return pd.DataFrame({
-        "paper": PAPERS[paper], "claim": claim, "tier": tier, "scale": scale, "ours": claims["difference"].round(2),
+        "paper": PAPERS[paper], "claim": claim, "tier": tier, "scale": scale,
+        "difference": claims["difference"].round(2),
         "paper (quoted)": quoted if quoted is not None else NOT_QUOTED,
         "test": test if test is not None else claims.get("test", WILCOXON),
         "statistic": [", ".join(x for x in (fmt_p(v), str(u)) if x) for v, u in zip(p, units)],
         "expected": claims.get("expected", "better"),
         "p": p.astype(float), "margin side": claims.get("margin side", ""),
-        "verdict": claims["verdict at our scale"], "page": page, "current": current,
+        "verdict": claims["verdict"], "page": page, "current": current,
         "margin": claims["margin"] if "margin" in claims else float("nan"),
         **{c: claims[c] if c in claims else ("" if c == "90% CI" else float("nan")) for c in ("90% CI", "detectable (80% power)", "units a side for 2x margin")},
+        "category": claims["category"], "paired": claims["paired"] if "paired" in claims else float("nan"),
         # a row over one task category's tasks (the paired units are its tasks): how many there are
-        "task category": claims["category"].where(claims["category"].isin(list(MARGINS)), ""),
         "tasks": pd.to_numeric(claims["paired"], errors="coerce").where(claims["category"].isin(list(MARGINS)))
         if "paired" in claims else float("nan"),
         "p (MixedLM)": claims["p (MixedLM)"] if "p (MixedLM)" in claims else float("nan"),
-        # the family of what "ours" measures: a statistic's own (its unit and margin, verdicts.rule.UNITS), else ""
+        # the family of what "difference" measures: a statistic's own (its unit and margin, verdicts.rule.UNITS), else ""
         # (points x100 of a score)
         "metric": claims["metric"].fillna("") if "metric" in claims else ""})
 
@@ -78,14 +82,15 @@ MEASURED = {"holds (measured)": "measured: holds (one measurement per point, no 
 
 
 def measured_row(paper: int, claim: dict, scale: str, test: str, statistic: str, page: str) -> pd.DataFrame:
-    """One ledger row of a measured claim (a claims module's dict whose "verdict at our scale" is "holds
+    """One ledger row of a measured claim (a claims module's dict whose "verdict" is "holds
     (measured)" or "does not hold (measured)": one measurement per point, no statistical test, so no p)."""
-    verdict = MEASURED.get(claim["verdict at our scale"], claim["verdict at our scale"])
-    return pd.DataFrame([{"paper": PAPERS[paper], "claim": claim["claim (paper)"], "tier": HEADLINE, "scale": scale,
-                          "ours": "", "paper (quoted)": NOT_QUOTED, "test": test, "statistic": statistic,
+    verdict = MEASURED.get(claim["verdict"], claim["verdict"])
+    return pd.DataFrame([{"paper": PAPERS[paper], "claim": claim["statement"], "tier": HEADLINE, "scale": scale,
+                          "difference": "", "paper (quoted)": NOT_QUOTED, "test": test, "statistic": statistic,
                           "expected": "better", "p": float("nan"), "margin side": "", "verdict": verdict,
                           "page": page, "current": True, "margin": float("nan"), "90% CI": "",
-                          "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"), "task category": "",
+                          "detectable (80% power)": float("nan"), "units a side for 2x margin": float("nan"), "category": "",
+                          "paired": float("nan"),
                           "tasks": float("nan"), "p (MixedLM)": float("nan"), "metric": ""}],
                         columns=COLUMNS)
 

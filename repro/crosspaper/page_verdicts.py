@@ -27,25 +27,25 @@ def ledger_keys(claims: pd.DataFrame, paper: int, page: str) -> list[tuple]:
     """Each claims row's key on the ledger: (page, the ledger's claim string, its difference rounded as the ledger
     stores it)."""
     rows = from_claims(paper, claims, "", page)
-    return [(page, c, round(float(d), 2) if pd.notna(d) else None) for c, d in zip(rows["claim"], rows["ours"])]
+    return [(page, c, round(float(d), 2) if pd.notna(d) else None) for c, d in zip(rows["claim"], rows["difference"])]
 
 
 def on_ledger(claims: pd.DataFrame, paper: int, page: str, profile: str = "standard",
               ledger: pd.DataFrame | None = None) -> pd.DataFrame:
-    """``claims`` with "verdict at our scale" the ledger's verdict of the same comparison, its BH-adjusted p
+    """``claims`` with "verdict" the ledger's verdict of the same comparison, its BH-adjusted p
     (:data:`LEDGER_P`) and "on the ledger" (False where the ledger holds no such comparison: the raw-p verdict is
     kept and the column :data:`NOT_ON_LEDGER` says why)."""
     if claims is None or not len(claims):
         return claims
     ledger = _ledger(profile) if ledger is None else ledger
-    ours = pd.to_numeric(ledger["ours"], errors="coerce").round(2)
+    ours = pd.to_numeric(ledger["difference"], errors="coerce").round(2)
     index = {(p, c, None if pd.isna(d) else float(d)): (v, q)
              for p, c, d, v, q in zip(ledger["page"], ledger["claim"], ours, ledger["verdict"], ledger["p (BH)"])}
     found = [index.get(key) for key in ledger_keys(claims, paper, page)]
     out = claims.copy()
     out["on the ledger"] = [f is not None for f in found]
     out[LEDGER_P] = [f[1] if f else float("nan") for f in found]
-    out["verdict at our scale"] = [f[0] if f else v for f, v in zip(found, out["verdict at our scale"])]
+    out["verdict"] = [f[0] if f else v for f, v in zip(found, out["verdict"])]
     if not out["on the ledger"].all():
         out["note"] = out["on the ledger"].map(lambda x: "" if x else NOT_ON_LEDGER)
     return out

@@ -56,7 +56,7 @@ def statements(ledger: pd.DataFrame) -> pd.DataFrame:
 def ours_range(part: pd.DataFrame) -> str:
     """The range of a statement's differences (a model against itself left out: its 0 is no measurement), one range
     per unit where its comparisons measure in more than one (e.g. a correlation and a log frequency), each named."""
-    ours = pd.to_numeric(part["ours"], errors="coerce").where(part["verdict"].ne(SAME_MODEL))  # 0 by definition
+    ours = pd.to_numeric(part["difference"], errors="coerce").where(part["verdict"].ne(SAME_MODEL))  # 0 by definition
     metric = part["metric"].fillna("").astype(str) if "metric" in part else pd.Series("", index=part.index)
     ranges = []
     for family in dict.fromkeys(metric[ours.notna()]):
@@ -118,7 +118,7 @@ def _mixed_model(part: pd.DataFrame) -> str:
         return ""
     differ = []
     for _, r in rows.iterrows():
-        welch, mixed = (adjusted_verdict(INCONCLUSIVE, r["expected"], float(r["ours"]), "", p)
+        welch, mixed = (adjusted_verdict(INCONCLUSIVE, r["expected"], float(r["difference"]), "", p)
                         for p in (r["p"], r["p (MixedLM)"]))
         if welch != mixed:
             differ.append(f"[{r['claim'].rsplit(' [', 1)[-1].rstrip(']')}]: the mixed model says {mixed}, the runs "
@@ -132,7 +132,7 @@ def _few_tasks(part: pd.DataFrame) -> str:
     if "tasks" not in part:
         return ""
     few = part[pd.to_numeric(part["tasks"], errors="coerce").le(FEW_TASKS)]
-    counts = dict(zip(few["task category"], few["tasks"].astype(int)))
+    counts = dict(zip(few["category"], few["tasks"].astype(int)))
     text = "; ".join(f"{c} on {n} task{'s' if n != 1 else ''}" for c, n in counts.items())
     return f" ({text})" if text else ""
 
@@ -189,7 +189,7 @@ def _reasons(before: list[str], part: pd.DataFrame) -> str:
     if part["expected"].isin(["no gain", "equal"]).any():
         reasons.append("equivalence against the margin")
     raw = [adjusted_verdict(v if is_tested(v) else v, e, d, m, p) if is_tested(v) else v
-           for v, e, d, m, p in zip(part["verdict"], part["expected"], pd.to_numeric(part["ours"], errors="coerce"),
+           for v, e, d, m, p in zip(part["verdict"], part["expected"], pd.to_numeric(part["difference"], errors="coerce"),
                                     part["margin side"], part["p"])]
     if raw != part["verdict"].tolist():
         reasons.append("multiplicity (BH over the ledger)")

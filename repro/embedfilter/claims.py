@@ -218,8 +218,8 @@ def storage_claim(costs: dict) -> dict:
     ratios = sorted(int(r) for r in frame["ratio"].unique())
     speedup = times[ratios[0]] / times[ratios[-1]] if len(ratios) > 1 else pd.Series(dtype=float)
     holds = len(speedup) > 0 and all(steps["index_megabytes"]) and bool((speedup > 1).all())
-    return {"claim (paper)": STORAGE, "widths": sorted(costs), "ratios": ratios,
+    return {"statement": STORAGE, "widths": sorted(costs), "ratios": ratios,
             "index falls at every step": all(steps["index_megabytes"]),
             "search time falls at every step": all(steps["search_ms_per_query"]),
             f"search speed-up at ratio {ratios[-1]}": [round(float(x), 2) for x in speedup],
-            "verdict at our scale": "holds (measured)" if holds else "does not hold (measured)"}
+            "verdict": "holds (measured)" if holds else "does not hold (measured)"}

@@ -144,7 +144,7 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
     if row["verdict"] == UNSETTLED and expected in ("better", "worse"):
         verdict = DISAGREE
     interval = "n/a (too few paired units)" if str(verdict).startswith("untestable") else row["95% CI (bootstrap)"]
-    return {"claim (paper)": claim, "comparison": row["comparison"], "category": row["category"],
+    return {"statement": claim, "comparison": row["comparison"], "category": row["category"],
             "expected": expected, "paired": row["tasks"], "mean first": row["mean first"], "mean second": row["mean second"],
             "difference": row["difference"], "p (Wilcoxon)": row["p (Wilcoxon)"], "p": claim_p(test, expected),
             "90% CI": ci_text(test),
@@ -152,7 +152,7 @@ def claim_verdict(wide: pd.DataFrame, claim: str, a, b, category: str | None = N
             "units": test.get("units", ""), "margin": test.get("margin", margin_for(category)),
             "detectable (80% power)": test.get(f"detectable at {POWER:.0%} power", np.nan),
             "units a side for 2x margin": test.get("units a side for 2x margin", np.nan),
-            "margin side": margin_side(test, expected), "verdict at our scale": verdict, "_test": test}
+            "margin side": margin_side(test, expected), "verdict": verdict, "_test": test}
 
 
 def claims_table(wide: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:

@@ -24,7 +24,7 @@ MARGIN_REASONS = {
     "Retrieval": "nDCG@10 on our capped corpora varies by 3-11 points between runs of one design: a 1-point margin "
                  "could not be resolved with 3-5 runs; the papers' retrieval findings are several points",
 }
-# statistics that are not task scores, by family: the margin, the unit the ledger's "ours" is in, and why (the
+# statistics that are not task scores, by family: the margin, the unit the ledger's "difference" is in, and why (the
 # glossary's margins table shows them beside the score families)
 STATISTIC_MARGINS = {"CKA": 1.0, "rho": 0.0, "log-frequency": 0.0, "band-alignment": 0.0}
 UNITS = {"CKA": "linear CKA x100", "rho": "Spearman rho (token logit vs log corpus frequency)",

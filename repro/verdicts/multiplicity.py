@@ -1,9 +1,8 @@
 """The multiplicity corrections, in one place: Benjamini–Hochberg over a family of tests (the claims ledger's every
 current comparison: :func:`with_adjusted_p`), counting each distinct test once, and Holm's step-down within a group
 of tests (the comparisons of one statement: :func:`holm_within`; the pairs of a ranking,
-:mod:`repro.verdicts.ranking`). Both take the row vocabulary they are given (``names``): the claims modules' rows
-("verdict at our scale", "difference", "category", "paired") by default, the ledger's ("verdict", "ours", "scale",
-"statistic") when it calls them, so no frame is renamed back and forth."""
+:mod:`repro.verdicts.ranking`). Both read the one claim-row schema (:func:`repro.verdicts.rule.claim_row`:
+"verdict", "difference", "comparison", "category", "paired", "p"), which the claims ledger's rows share."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from statsmodels.stats.multitest import multipletests
 
 from repro.verdicts.rule import MARGIN, adjusted_verdict, is_tested
 
-CLAIM_NAMES = {"verdict": "verdict at our scale", "difference": "difference", "comparison": "comparison",
-               "category": "category", "paired": "paired", "adjusted": "p (BH-adjusted)"}
+ADJUSTED = "p (BH)"  # the Benjamini-Hochberg adjusted p, on the claims tables and the ledger alike
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -36,17 +34,20 @@ def holm_within(rows: pd.DataFrame, groups: list, column: str = "p (Holm in stat
     return out
 
 
-def _test_keys(rows: pd.DataFrame, column: str = "p", names: dict = CLAIM_NAMES) -> list[tuple] | None:
+def _test_keys(rows: pd.DataFrame, column: str = "p", within: Sequence[str] = ()) -> list[tuple] | None:
     """One key per row naming the test it reads: the two compared models in either order, the category, the
     paired units, the p-value and the size of the difference (rows of different pages or scales that compare the
-    same models differ in these); None without a comparison and a category to key on."""
-    comparison, category, difference, paired = (names[k] for k in ("comparison", "category", "difference", "paired"))
-    if not {comparison, category} <= set(rows):
+    same models differ in these), and the ``within`` columns (the ledger's scale and statistic); None without a
+    comparison to key on (a row without a category or paired units keys on the rest)."""
+    if "comparison" not in rows:
         return None
-    size = rows[difference].abs().round(9) if difference in rows else pd.Series(0.0, index=rows.index)
-    units = rows[paired] if paired in rows else pd.Series(0, index=rows.index)
-    return [(tuple(sorted(str(c).split(" vs "))), str(cat), n, round(float(p), 12), d)
-            for c, cat, n, p, d in zip(rows[comparison], rows[category], units, rows[column], size)]
+    category = rows["category"] if "category" in rows else pd.Series("", index=rows.index)
+    size = pd.to_numeric(rows["difference"], errors="coerce").abs().round(9) if "difference" in rows else \
+        pd.Series(0.0, index=rows.index)
+    units = rows["paired"] if "paired" in rows else pd.Series(0, index=rows.index)
+    extra = list(zip(*(rows[c].astype(str) for c in within))) if within else [()] * len(rows)
+    return [(tuple(sorted(str(c).split(" vs "))), str(cat), str(n), round(float(p), 12), d, *e)
+            for c, cat, n, p, d, e in zip(rows["comparison"], category, units, rows[column], size, extra)]
 
 
 def _margin(row) -> float:
@@ -56,22 +57,21 @@ def _margin(row) -> float:
     return MARGIN if margin is None or pd.isna(margin) else float(margin)
 
 
-def with_adjusted_p(claims: pd.DataFrame, names: dict | None = None) -> pd.DataFrame:
-    """``claims`` plus "p (BH-adjusted)": Benjamini-Hochberg false-discovery-rate adjusted p-values
+def with_adjusted_p(claims: pd.DataFrame, within: Sequence[str] = ()) -> pd.DataFrame:
+    """``claims`` plus "p (BH)": Benjamini-Hochberg false-discovery-rate adjusted p-values
     (scipy.stats.false_discovery_control) over the distinct tests the rows read (not untestable, missing or a model
     against itself), and each tested row's verdict decided again at its adjusted p
     (:func:`repro.verdicts.rule.adjusted_verdict`). Statements that read one test (the same two models, category,
     units and result, e.g. "a better than b" and "b no gain over a") count it once and share its adjusted p.
-    ``names``: the rows' column names where they are not the claim rows' (:data:`CLAIM_NAMES`)."""
-    names = CLAIM_NAMES | (names or {})
-    verdict, difference, column_adjusted = names["verdict"], names["difference"], names["adjusted"]
+    ``within``: columns that also tell tests apart (the ledger's scale and statistic: one family over many pages)."""
+    verdict, difference, column_adjusted = "verdict", "difference", ADJUSTED
     out = claims.copy()
     column = "p" if "p" in out else "p (Wilcoxon)"
     tested = out[verdict].map(is_tested) & out[column].notna()
     out[column_adjusted] = np.nan
     if tested.any():
         rows = out.loc[tested]
-        keys = _test_keys(rows, column, names) or list(range(len(rows)))
+        keys = _test_keys(rows, column, within) or list(range(len(rows)))
         tests = dict(zip(keys, rows[column].astype(float)))  # one p per distinct test
         adjusted = dict(zip(tests, false_discovery_control(list(tests.values()))))
         out.loc[tested, column_adjusted] = [adjusted[k] for k in keys]

@@ -345,14 +345,14 @@ def claim_row(claim: str, comparison: str, category: str, expected: str, test: d
     two sides' means (``first``, ``second``: their values, NaN where absent), the test's difference, p, interval,
     units and margin side, and the verdict :func:`decide` gives at the raw p."""
     first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
-    return {"claim (paper)": claim, "comparison": comparison, "category": category, "expected": expected,
+    return {"statement": claim, "comparison": comparison, "category": category, "expected": expected,
             "paired": paired, "mean first": first.mean() if first.size else np.nan,
             "mean second": second.mean() if second.size else np.nan, "difference": test["difference"],
             "p": claim_p(test, expected), "90% CI": ci_text(test), "test": claim_test_name(test, expected),
             "units": test["units"], "margin": test.get("margin", np.nan),
             "detectable (80% power)": test.get(f"detectable at {POWER:.0%} power", np.nan),
             "units a side for 2x margin": test.get("units a side for 2x margin", np.nan),
-            "margin side": margin_side(test, expected), "verdict at our scale": decide(test, expected)}
+            "margin side": margin_side(test, expected), "verdict": decide(test, expected)}
 
 
 def statement_verdict(verdicts: Iterable[str]) -> str:

@@ -44,11 +44,11 @@ def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
     """A claims table computed from one training run per method: runs are the units of replication, so one run
     gives no verdict. Each tested verdict becomes "one run per method, no verdict (over tasks: <what the test over
     tasks found>)", descriptive only and never counted."""
-    if claims.empty or "verdict at our scale" not in claims:  # no statement to mark (e.g. an empty grid)
+    if claims.empty or "verdict" not in claims:  # no statement to mark (e.g. an empty grid)
         return claims
     claims = claims.copy()
-    claims["verdict at our scale"] = [f"{ONE_RUN_PREFIX} (over tasks: {v})" if is_tested(v) else v
-                                      for v in claims["verdict at our scale"]]
+    claims["verdict"] = [f"{ONE_RUN_PREFIX} (over tasks: {v})" if is_tested(v) else v
+                                      for v in claims["verdict"]]
     return claims
 
 
@@ -68,7 +68,7 @@ def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple]) -> pd.DataFrame:
               for m in (a, b)]
         row = claim_row(claim, f"{a} vs {b}", category or "all tasks", expected, test,
                         means.loc[a] if x else [], means.loc[b] if y else [], test.get("tasks", 0))
-        tail = {k: row.pop(k) for k in ("margin side", "verdict at our scale")}  # the seed columns before them
+        tail = {k: row.pop(k) for k in ("margin side", "verdict")}  # the seed columns before them
         if category is not None:  # a category statement: the mixed model over runs and tasks, as a sensitivity
             row["p (MixedLM)"] = mixedlm_p(frame, a, b, category)
         rows.append(row | {"seeds": min(x, y), "seeds (first/second)": f"{x}/{y}",

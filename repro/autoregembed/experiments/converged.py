@@ -39,7 +39,7 @@ from repro.autoregembed.experiments.scores import (
     evaluate_autoreg_budget_points,
     score_identity,
 )
-from repro.autoregembed.experiments.search import SIDE_NAMES, SIDES, base_config, selected_config
+from repro.autoregembed.experiments.search import SIDE_NAMES, SIDES, base_config, selected_config, selected_sides
 from repro.core.scoring import evaluate_per_task, stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.core.tasks import TASKS as ALL_TASKS
@@ -75,17 +75,6 @@ CLAIMS = [(ALIGNMENT, AUTOREG, COMPRESSION, category, "better") for category in 
 def selected_configs(base: AlignConfig) -> dict[str, AlignConfig | TrainConfig | None]:
     """Each side's dev-selected configuration (label -> config; None while its search is not complete)."""
     return {LABELS[side]: config for side, config in selected_sides(base, SIDES).items()}
-
-
-def selected_sides(base: AlignConfig, sides: Sequence[str]) -> dict[str, AlignConfig | TrainConfig | None]:
-    """Side -> its dev-selected configuration, for ``sides`` only (None while a search is not complete)."""
-    out = {}
-    for side in sides:
-        try:
-            out[side] = selected_config(side, base)
-        except LookupError:
-            out[side] = None
-    return out
 
 
 def at_seed(config: AlignConfig | TrainConfig, seed: int) -> AlignConfig | TrainConfig:

@@ -38,8 +38,8 @@ def with_earlier(earlier: pd.DataFrame, now: pd.DataFrame) -> pd.DataFrame:
         return COMPRESSION if other == COMPRESSION else BASELINE if other in CONTRASTIVE or other == BASELINE else other
 
     verdicts = {(role(c), cat): v for c, cat, v in zip(now.get("comparison", []), now.get("category", []),
-                                                        now.get("verdict at our scale", []))}
-    table = earlier[["claim (paper)", "category", "comparison", "difference", "verdict at our scale"]]
+                                                        now.get("verdict", []))}
+    table = earlier[["statement", "category", "comparison", "difference", "verdict"]]
     table = table[[role(c) in (COMPRESSION, BASELINE) for c in table["comparison"]]].copy()  # stage 2's claims
     table["under the budget rule"] = [verdicts.get((role(c), cat), "not scored yet")
                                       for c, cat in zip(table["comparison"], table["category"])]

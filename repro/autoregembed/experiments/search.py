@@ -25,6 +25,7 @@ winner). The runs train through the run store, so their records land in ``result
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -152,6 +153,18 @@ def selected_config(side: str, base: AlignConfig) -> AlignConfig | TrainConfig:
         missing = [label for label, r in records.items() if r is None] or ["phase 2"]
         raise LookupError(f"the {side} search is not complete: {', '.join(missing)} not stored")
     return runs[max(records, key=lambda label: _selected(records[label]))]
+
+
+def selected_sides(base: AlignConfig, sides: Sequence[str] = SIDES) -> dict[str, AlignConfig | TrainConfig | None]:
+    """Side -> its dev-selected configuration (:func:`selected_config`), for ``sides`` only (None while a search is
+    not complete): a reader of one side's selection reads nothing of the other's search."""
+    out = {}
+    for side in sides:
+        try:
+            out[side] = selected_config(side, base)
+        except LookupError:
+            out[side] = None
+    return out
 
 
 def main(argv=None):

@@ -108,7 +108,8 @@ def finding(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-1
                 "ablations --seeds " + " ".join(map(str, seeds)) + ")")
     holding = [c.removeprefix("seed ") for c in table.columns if trained[c].any()]
     adopted = int(table.map(lambda v: v.startswith("step ") and not v.startswith("step 0 ")).to_numpy().sum())
-    return (f"{int(trained.to_numpy().sum())} of the {table.size} ablation runs on the independent chains are trained "
+    n = int(trained.to_numpy().sum())
+    return (f"{n} of the {table.size} ablation runs on the independent chains {'is' if n == 1 else 'are'} trained "
             f"({len(table)} variants x {len(seeds)} chains; chain{'s' if len(holding) > 1 else ''} "
             f"{', '.join(holding)} so far); {int(at_start.to_numpy().sum())} dev-selected their start, so are their "
             f"chain's compression only, and {adopted} adopted a stage-2 step")

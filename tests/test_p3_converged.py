@@ -417,3 +417,12 @@ def test_chain_ablations_are_runs_of_their_own_chain_and_a_start_selected_varian
     assert js["units"] == "3 vs 3 runs" and js["verdict"].startswith("supported")
     assert chain_ablations.finding().startswith("9 of the 42 ablation runs on the independent chains are trained")
     assert "3 dev-selected their start" in chain_ablations.finding() and "6 adopted" in chain_ablations.finding()
+    # a variant trained from a retrained stage 1 (other weights than the scored compression only) is its own unit
+    # and, where it kept its start, never stands in for that compression only
+    monkeypatch.setattr(converged, "run_record", lambda config: (
+        {"summary": {"selected_step": 0 if config.divergence == "kl" else 25, "selected_signal": 40.0,
+                     "initial_digest": "other"}} if config.divergence in ("kl", "js") and config.seed == 2
+        else record(config)))
+    frame = chain_ablations.scores(tasks=tasks)
+    assert sorted(frame[frame.model == LABELS["kl"]].seed.unique()) == [0, 1]
+    assert set(frame[(frame.model == LABELS["js"]) & (frame.seed == 2)].unit) == {"stage 1 other"}

@@ -54,7 +54,9 @@ def scores(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-13
     """The chains' ablation runs in one long frame (:data:`COLUMNS`; scores x100): per seed whose compression only
     is scored on every task, compression only, the full loss (the chain's AutoRegEmbed) and each variant stored on
     every task, labelled as the ablation page labels them; a run's unit is the stage-1 weights it starts from (a
-    run without stage 1: its own)."""
+    run without stage 1: its own). A variant that started from other stage-1 weights than the chain's scored
+    compression only (a stage 1 retrained after its run folder was lost) is its own unit, and never stands in for
+    that compression only."""
     labels = variant_labels()
     chains, _ = independent.final_scores(seeds, backbone, suite, tasks)
     frames = []
@@ -67,14 +69,19 @@ def scores(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-13
         frames += [full.assign(model=FULL_VARIANT), full.assign(model=grid_label(*GRID_CHOICE))]
         unit = compression["unit"].iloc[0]
         for variant, config in independent.ablation_configs(int(seed), backbone).items():
-            if converged.run_record(config) is None:
+            record = converged.run_record(config)
+            if record is None:
                 continue
+            start = record["summary"].get("initial_digest")
+            retrained = config.compress is not None and start is not None and f"stage 1 {start}" != unit
             if independent.is_start(config):
-                frames.append(compression.assign(model=labels[variant]))
+                if not retrained:  # a start-selected run from a retrained stage 1 is other weights: not scored here
+                    frames.append(compression.assign(model=labels[variant]))
                 continue
             found = converged.stored_scores(config, suite, tasks)
             if len(found) == len(tasks):
-                own = unit if config.compress is not None else f"{labels[variant]}, seed {seed}"
+                own = (f"stage 1 {start}" if retrained else unit) if config.compress is not None else \
+                    f"{labels[variant]}, seed {seed}"
                 frames.append(converged.task_frame(found, model=labels[variant], seed=int(seed), unit=own))
     return pd.concat(frames, ignore_index=True)[COLUMNS] if frames else pd.DataFrame(columns=COLUMNS)
 

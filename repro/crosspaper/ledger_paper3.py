@@ -18,6 +18,7 @@ from repro.autoregembed.experiments.configs import page_configs
 from repro.autoregembed.experiments.data_efficiency import data_efficiency_references, data_efficiency_scores
 from repro.autoregembed.experiments.tables import method_scores
 from repro.autoregembed.objective_cost import objective_costs
+from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.crosspaper.ledger_schema import (
     ABLATION,
     COLUMNS,
@@ -49,8 +50,7 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
                                                a["tasks"], recompute=recompute), column="variant")
     held = WILCOXON + ", one training run per method: descriptive, no verdict"
     ablations = one_seed(ablation_claims(variants))
-    quoted_ablation = ablations["paper (quoted STS average)"].map(
-        lambda v: NOT_QUOTED if pd.isna(v) else f"{v} (STS average of the variant, quoted from the paper)")
+    quoted_ablation = ablations["paper (quoted STS average)"].map(_quoted_average)
     grid = one_seed(grid_claims(variants, (base_a.temperature, base_a.beta)))
     quoted_grid = (grid["statement"].map(lambda c: "in the claim text (quoted from the paper's Appendix F, Table 7)"
                                              if "Appendix F:" in c else NOT_QUOTED) if len(grid) else None)
@@ -64,7 +64,13 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
         "test)", "memory ratio " + ", ".join(f"{r:.2f}" for r in memory["memory align / contrastive"]), "p3_memory")
     converged = paper3_converged_rows(profile)
     chains = paper3_chain_ablation_rows(a["backbone"])
-    earlier = chains.empty  # the chains' ablations, once one is stored, make the one-run rows history
+    # a statement the chains' ablations test supersedes its one-run rows (history); the others stay current
+    by_chains = set(chains["claim"].map(statement_of))
+    held_ab = ablations["statement"].isin(by_chains) if len(ablations) else pd.Series(dtype=bool)
+    held_grid = grid["statement"].isin(by_chains) if len(grid) else pd.Series(dtype=bool)
+    scale_ab = f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, '{a['suite']}' suite"
+    scale_grid = (f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
+                  f"{base_a.seed}, '{a['suite']}' suite")
     tables = one_seed(p3_claims(wide))
     # a statement the budget rule's runs test supersedes the single-run Tables page's rows of it
     superseded = tables["statement"].isin(set(converged["claim"].map(statement_of)))
@@ -76,12 +82,11 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
         from_claims(3, data_efficiency_claims(curve, references=flat),
                      f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
                      "p3_data_efficiency"),
-        from_claims(3, ablations, f"{base_a.backbone}, {base_a.steps} stage-2 steps per variant, seed {base_a.seed}, "
-                     f"'{a['suite']}' suite", "p3_ablations", test=held, quoted=quoted_ablation, tier=ABLATION,
-                     current=earlier),
-        from_claims(3, grid, f"{base_a.backbone}, temperature x beta grid, {base_a.steps} stage-2 steps per cell, seed "
-                            f"{base_a.seed}, '{a['suite']}' suite", "p3_ablations",
-                     test=held, quoted=quoted_grid, tier=ABLATION, current=earlier),
+        *(from_claims(3, ablations[mask], scale_ab, "p3_ablations", test=held, quoted=quoted_ablation[mask],
+                      tier=ABLATION, current=current) for mask, current in ((held_ab, False), (~held_ab, True))
+          if len(ablations)),
+        *(from_claims(3, grid[mask], scale_grid, "p3_ablations", test=held, quoted=quoted_grid[mask], tier=ABLATION,
+                      current=current) for mask, current in ((held_grid, False), (~held_grid, True)) if len(grid)),
         chains,
         converged,
         memory_row,
@@ -111,6 +116,10 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def _quoted_average(value) -> str:
+    return NOT_QUOTED if pd.isna(value) else f"{value} (STS average of the variant, quoted from the paper)"
+
+
 def paper3_chain_ablation_rows(backbone: str = "smollm2-135m") -> pd.DataFrame:
     """The ablation statements on the independent chains (page ``p3_ablations``), runs as units: once a chain's
     ablation run is stored (before that, no rows); each statement's verdict needs 3 chains a side."""
@@ -121,7 +130,11 @@ def paper3_chain_ablation_rows(backbone: str = "smollm2-135m") -> pd.DataFrame:
     scale = (f"{backbone}, the independent chains' ablations (each a stage 2 under the budget rule from its chain's "
              f"own stage 1, principled template; chains {seeds} of {len(p3_independent.SEEDS)}), "
              f"'{p3_converged.FINAL_SUITE}' suite")
-    return from_claims(3, table, scale, "p3_ablations", tier=ABLATION)
+    variant = table["comparison"].str.split(" vs ").str[0]  # the paper quotes each variant's STS average
+    quoted = variant.map(lambda v: _quoted_average(PAPER_ABLATIONS.get(v)))
+    quoted = quoted.where(~table["statement"].str.contains("Appendix F:"),
+                          "in the claim text (quoted from the paper's Appendix F, Table 7)")
+    return from_claims(3, table, scale, "p3_ablations", tier=ABLATION, quoted=quoted)
 
 
 def _converged_claim_rows(frame: pd.DataFrame, base, c: dict, current: bool) -> pd.DataFrame:

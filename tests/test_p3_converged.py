@@ -426,3 +426,25 @@ def test_chain_ablations_are_runs_of_their_own_chain_and_a_start_selected_varian
     frame = chain_ablations.scores(tasks=tasks)
     assert sorted(frame[frame.model == LABELS["kl"]].seed.unique()) == [0, 1]
     assert set(frame[(frame.model == LABELS["js"]) & (frame.seed == 2)].unit) == {"stage 1 other"}
+
+
+def test_chain_ablation_dev_curves_show_every_stored_runs_budget_rule_curve(monkeypatch):
+    from repro.autoregembed.experiments import chain_ablations, independent
+
+    def record(config):
+        if config == independent.stage2_config(config.seed):  # the chain's full loss: stored at every seed
+            return {"rows": [{"step": 0, "validation_sts": 50.0}, {"step": 1, "train_loss": 1.0},
+                             {"step": 25, "validation_sts": 49.0}], "summary": {"selected_step": 0}}
+        if config.divergence == "js" and config.seed == 2:
+            return {"rows": [{"step": 0, "validation_sts": 50.0}, {"step": 25, "validation_sts": 52.0}],
+                    "summary": {"selected_step": 25}}
+        return None
+
+    monkeypatch.setattr(converged, "run_record", record)
+    curves = chain_ablations.dev_curves()
+    assert sorted(curves.run.unique()) == sorted([f"full (Eq. 2, sigmoid), seed {s}" for s in (0, 1, 2)]
+                                                 + ["JS divergence, seed 2"])
+    assert len(curves) == 8 and curves.validation_sts.notna().all()  # training-loss rows are not evaluations
+    assert curves[curves.selected].set_index("run").step.to_dict()["JS divergence, seed 2"] == 25
+    monkeypatch.setattr(converged, "run_record", lambda config: None)
+    assert chain_ablations.dev_curves().empty

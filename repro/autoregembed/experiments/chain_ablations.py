@@ -120,3 +120,23 @@ def finding(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-1
             f"({len(table)} variants x {len(seeds)} chains; chain{'s' if len(holding) > 1 else ''} "
             f"{', '.join(holding)} so far); {int(at_start.to_numpy().sum())} dev-selected their start, so are their "
             f"chain's compression only, and {adopted} adopted a stage-2 step")
+
+
+def dev_curves(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> pd.DataFrame:
+    """The budget rule's STS-B dev curve (x100, at every evaluated step) of each stored chain's full loss (its own
+    stage 2) and of each of its stored ablation runs: columns ``run`` ("variant, seed s"), ``step``,
+    ``validation_sts`` and ``selected`` (the run's dev-selected step); empty while none is stored."""
+    labels = variant_labels()
+    runs = {}
+    for seed in seeds:
+        runs[f"{FULL_VARIANT}, seed {seed}"] = independent.stage2_config(seed, backbone)
+        runs |= {f"{labels[v]}, seed {seed}": c for v, c in independent.ablation_configs(seed, backbone).items()}
+    rows = []
+    for run, config in runs.items():
+        record = converged.run_record(config)
+        if record is None:
+            continue
+        chosen = record["summary"].get("selected_step")
+        rows += [{"run": run, "step": r["step"], "validation_sts": r["validation_sts"], "selected": r["step"] == chosen}
+                 for r in record["rows"] if r.get("validation_sts") is not None]
+    return pd.DataFrame(rows, columns=["run", "step", "validation_sts", "selected"])

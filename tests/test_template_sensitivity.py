@@ -40,7 +40,7 @@ def test_the_table_sets_the_overridden_ledgers_verdicts_beside_the_published_one
     assert list(table["changed"]) == [True, False, False]
     assert list(table["other pages (book template)"]) == ["", "", "p3_converged"]
     assert ts.sentence(table) == ("with the data-efficiency runs made under the official template, 1 of the 3 "
-                                  "statements they test change verdict: \"A beats B at every size\" supported → "
+                                  "statements they test changes verdict: \"A beats B at every size\" supported → "
                                   "contradicted (the headline count would read 1 supported and 1 contradicted of 4 "
                                   "tested)")
     same = table.assign(changed=False)
@@ -131,7 +131,7 @@ def test_paper_2s_check_reruns_both_sweep_pages_promptEOL_under_the_official_scr
     assert list(table["statement"]) == ["edge/2 improves", "edge is the best"]  # the lens page is not rerun
     assert list(table["official scripts' template"]) == ["supported", "contradicted"]
     assert ts.sentence(table, check=ts.P2).startswith("with the sweep pages' PromptEOL runs made under the official "
-                                                      "template, 1 of the 2 statements they test change verdict")
+                                                      "template, 1 of the 2 statements they test changes verdict")
     monkeypatch.setattr(ts, "p2_pending", lambda profile="standard": ["gemma3-270m: 3 of 19 tasks"])
     assert ts.verdicts_under(check=ts.P2).empty
     assert "gemma3-270m: 3 of 19 tasks; `scripts/p2_sweeps.sh" in ts.sentence(ts.verdicts_under(check=ts.P2),

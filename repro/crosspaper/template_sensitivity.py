@@ -132,7 +132,7 @@ def sentence(table: pd.DataFrame, profile: str = "standard", check: Check | None
     total = (f" (the headline count would read {counts['supported']} supported and {counts['contradicted']} "
              f"contradicted of {counts['tested']} tested)" if counts else "")
     return (f"with {check.runs} made under the official template, {len(changed)} of the {len(table)} "
-            "statements they test change verdict: " + "; ".join(
+            f"statements they test {'changes' if len(changed) == 1 else 'change'} verdict: " + "; ".join(
                 f"\"{r['statement']}\" {r['book template']} → {r[check.label]}" for _, r in changed.iterrows())
             + total)
 

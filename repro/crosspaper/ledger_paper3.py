@@ -126,7 +126,7 @@ def paper3_chain_ablation_rows(backbone: str = "smollm2-135m") -> pd.DataFrame:
     table = chain_ablations.tested(p3_independent.SEEDS, backbone)
     if table is None:
         return pd.DataFrame(columns=COLUMNS)
-    seeds = ", ".join(map(str, sorted(chain_ablations.scores(p3_independent.SEEDS, backbone)["seed"].unique())))
+    seeds = ", ".join(map(str, table.attrs["seeds"]))  # the chains it read (the store read once)
     scale = (f"{backbone}, the independent chains' ablations (each a stage 2 under the budget rule from its chain's "
              f"own stage 1, principled template; chains {seeds} of {len(p3_independent.SEEDS)}), "
              f"'{p3_converged.FINAL_SUITE}' suite")

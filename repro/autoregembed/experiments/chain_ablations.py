@@ -96,11 +96,14 @@ def claims(frame: pd.DataFrame) -> list[tuple]:
 
 def tested(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> pd.DataFrame | None:
     """The chains' ablation statements tested with the runs as units (:func:`repro.verdicts.seeds.seeded_claims`),
-    or None while no chain holds an ablation run (then the one-run ablations are the current ones)."""
+    or None while no chain holds an ablation run (then the one-run ablations are the current ones); the chains it
+    read are in ``attrs["seeds"]``."""
     frame = scores(seeds, backbone)
     if frame.empty or set(frame["model"]) <= {FULL_VARIANT, COMPRESSION_ONLY, grid_label(*GRID_CHOICE)}:
         return None
-    return seeded_claims(frame, claims(frame))
+    table = seeded_claims(frame, claims(frame))
+    table.attrs["seeds"] = sorted(int(s) for s in frame["seed"].unique())
+    return table
 
 
 def finding(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> str:

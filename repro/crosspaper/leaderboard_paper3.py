@@ -79,7 +79,7 @@ def paper3_budget_rows(backbone: str = "smollm2-135m", seeds: dict[str, int] | N
     seeds = seeds or {}
     base = p3_converged.base_config(backbone)
     selected = (p3_converged.selected_configs(base) if set(sides) == set(p3_search.SIDES) else
-                {p3_converged.LABELS[side]: c for side, c in p3_search.selected_sides(base, sides).items()})
+                {p3_converged.LABELS[side]: c for side, c in p3_search.selected_sides(base, sides, p3_converged.selected_config).items()})
     autoreg = selected.get(p3_converged.AUTOREG)
     start = p3_converged.start_selected_seeds(base) if autoreg is not None else []
     # a LoRA selection is named apart, and no encode rate is read for it: the rate timed is the Tables 1-2 (full

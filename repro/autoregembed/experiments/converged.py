@@ -74,7 +74,7 @@ CLAIMS = [(ALIGNMENT, AUTOREG, COMPRESSION, category, "better") for category in 
 
 def selected_configs(base: AlignConfig) -> dict[str, AlignConfig | TrainConfig | None]:
     """Each side's dev-selected configuration (label -> config; None while its search is not complete)."""
-    return {LABELS[side]: config for side, config in selected_sides(base, SIDES).items()}
+    return {LABELS[side]: config for side, config in selected_sides(base, SIDES, selected_config).items()}
 
 
 def at_seed(config: AlignConfig | TrainConfig, seed: int) -> AlignConfig | TrainConfig:
@@ -181,7 +181,7 @@ def final_scores(base: AlignConfig, seeds: Sequence[int] = SEEDS, suite: str = F
     if set(sides) - set(SIDES):
         raise ValueError(f"unknown side(s) {sorted(set(sides) - set(SIDES))}; valid: {', '.join(SIDES)}")
     selected = selected_configs(base) if set(sides) == set(SIDES) else {
-        LABELS[side]: config for side, config in selected_sides(base, sides).items()}
+        LABELS[side]: config for side, config in selected_sides(base, sides, selected_config).items()}
     stage1 = compression_config(base, selected) if AUTOREG in selected else None
     digests = stage1_digests(base, seeds) if AUTOREG in selected else {}
     for label, config in selected.items():

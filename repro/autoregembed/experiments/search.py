@@ -155,13 +155,15 @@ def selected_config(side: str, base: AlignConfig) -> AlignConfig | TrainConfig:
     return runs[max(records, key=lambda label: _selected(records[label]))]
 
 
-def selected_sides(base: AlignConfig, sides: Sequence[str] = SIDES) -> dict[str, AlignConfig | TrainConfig | None]:
-    """Side -> its dev-selected configuration (:func:`selected_config`), for ``sides`` only (None while a search is
-    not complete): a reader of one side's selection reads nothing of the other's search."""
+def selected_sides(base: AlignConfig, sides: Sequence[str] = SIDES, select=None
+                   ) -> dict[str, AlignConfig | TrainConfig | None]:
+    """Side -> its dev-selected configuration (``select``, default :func:`selected_config`), for ``sides`` only
+    (None while a search is not complete): a reader of one side's selection reads nothing of the other's search."""
+    select = select or selected_config
     out = {}
     for side in sides:
         try:
-            out[side] = selected_config(side, base)
+            out[side] = select(side, base)
         except LookupError:
             out[side] = None
     return out

@@ -210,3 +210,20 @@ def test_a_page_build_over_a_corrupt_store_says_which_file_in_one_line(tmp_path,
     message = str(stop.value)
     assert message.startswith("repro build: CorruptResult: ") and "is not valid JSON" in message
     assert "\n" not in message.split(" (the executed page")[0]
+
+
+def test_every_committed_result_is_found_under_the_key_of_its_own_parameters(monkeypatch):
+    """The rule on identities: a refactor of the key function, or a migration, must leave every committed result
+    loading under its key (a file its key no longer names would silently recompute). ``load_result`` on each file's
+    stored parameters returns that file."""
+    from repro.store.paths import REPO_ROOT
+
+    results = REPO_ROOT / "results"
+    monkeypatch.setenv("REPRO_RESULTS_DIR", str(results))
+    files = [p for p in sorted(results.rglob("*.json")) if "params" in json.loads(p.read_text())]
+    assert len(files) > 1000  # the committed store, not an empty folder
+    lost = [p.relative_to(results) for p in files
+            if result_path(p.parent.name, json.loads(p.read_text())["params"]) != p]
+    assert not lost, f"{len(lost)} committed results no longer load under their key, e.g. {lost[:3]}"
+    record = load_result(files[0].parent.name, json.loads(files[0].read_text())["params"])
+    assert record is not None and record["params"] == json.loads(files[0].read_text())["params"]

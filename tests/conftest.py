@@ -10,6 +10,9 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+if os.environ.get("PYTEST_XDIST_WORKER"):  # the suite's workers (pytest -n 2) share the cores: one thread each,
+    os.environ["OMP_NUM_THREADS"] = "1"  # the pages' kernels and the CLI's subprocesses included
+    torch.set_num_threads(1)
 
 CORPUS = [
     "A man is playing a guitar.", "A woman slices a tomato.", "The cat sat on the mat.",

@@ -448,3 +448,43 @@ def test_chain_ablation_dev_curves_show_every_stored_runs_budget_rule_curve(monk
     assert curves[curves.selected].set_index("run").step.to_dict()["JS divergence, seed 2"] == 25
     monkeypatch.setattr(converged, "run_record", lambda config: None)
     assert chain_ablations.dev_curves().empty
+
+
+def test_figure3_on_the_chains_starts_each_seed_from_its_own_stage1_and_its_units_are_the_weights(monkeypatch):
+    """Figure 3 on the independent chains: at every size a seed's AutoRegEmbed starts from that seed's own stage 1
+    (the principled template, the page's stage 2 otherwise: data, learning rate, steps per size), the contrastive
+    baselines are the page's own configurations (so the page's stored seeds are reused), and a point's unit is the
+    stage-1 weights its run started from: distinct chains are distinct units, a point without its run or a task is
+    not read."""
+    from repro.autoregembed.experiments import chain_efficiency, independent
+    from repro.autoregembed.experiments import converged as conv
+    from repro.autoregembed.experiments.baselines import contrastive_config
+    from repro.autoregembed.experiments.configs import page_configs
+    from repro.autoregembed.experiments.data_efficiency import data_efficiency_configs
+    from repro.pages.parameters import page_parameters
+
+    params = page_parameters("p3_data_efficiency", "standard")
+    _, page_base = page_configs(**params)
+    sizes, epochs, methods = [64, 128], 1.0, ["AutoRegEmbed", "mean, in-batch"]
+    page = data_efficiency_configs(page_base, sizes, [0, 1, 2], epochs)
+    for seed in independent.SEEDS:
+        configs = chain_efficiency.chain_configs(seed, page_base, sizes, epochs)
+        for size, config in configs.items():
+            assert config.compress == independent.stage1_config(seed) and config.seed == seed
+            assert (config.template, config.cut, config.bos) == tuple(independent.PRINCIPLED.values())
+            assert (config.data, config.lr, config.steps) == (page_base.data, page_base.lr, page[size, seed].steps)
+            assert contrastive_config("mean, in-batch", config) == contrastive_config("mean, in-batch", page[size, seed])
+    tasks = ["STSBenchmark", "STS12"]
+    monkeypatch.setattr(conv, "run_record", lambda config: None if (config.seed, config.train_examples) == (1, 128)
+                        else {"summary": {"initial_digest": f"d{config.seed}"}})
+    monkeypatch.setattr(chain_efficiency, "stored_per_task", lambda experiment, identity, suite, tasks_: {
+        t: {"task": t, "rows": [{"main_score": 0.5}]} for t in (tasks_ if "compress" in json.dumps(identity, default=str)
+                                                                 or identity.get("train", {}).get("seed") != 2 else [])})
+    points = chain_efficiency.curve(page_base, sizes, epochs, methods, tasks=tasks)
+    autoreg = points[points.method == "AutoRegEmbed"]
+    assert sorted(autoreg.unit.unique()) == ["stage 1 d0", "stage 1 d1", "stage 1 d2"]
+    assert len(autoreg) == 5  # seed 1's 128-triplet run is not stored
+    baseline = points[points.method == "mean, in-batch"]
+    assert sorted(baseline.seed.unique()) == [0, 1]  # seed 2's baseline scores are not stored
+    table = chain_efficiency.status(page_base, sizes, epochs, methods, tasks=tasks)
+    assert table.loc["AutoRegEmbed", 128] == "2 of 3" and table.loc["mean, in-batch", 64] == "2 of 3"

@@ -63,3 +63,36 @@ def test_paper3_verdicts_rest_on_three_independent_runs_a_side(monkeypatch):
     compression = chains[chains.model == converged.COMPRESSION].groupby("seed")["unit"].first()
     for seed, unit in compression.items():  # the weights scored as compression only are those stage 2 started from
         assert unit == f"stage 1 {independent.stored_chain(seed)['start_digest']}", seed
+
+
+def test_figure3_on_the_chains_supersedes_the_shared_stage1_rows_statement_by_statement(monkeypatch):
+    """On the committed store with the chains' Figure 3 stood in (one statement tested on them): the data-efficiency
+    page's rows of that statement are history (not current), the chains' rows of it are current, and the page's
+    other statements stay current."""
+    from repro.autoregembed.claims import ALIGNMENT, data_efficiency_claims
+    from repro.autoregembed.experiments import chain_efficiency
+    from repro.crosspaper.ledger_paper3 import paper3_rows
+    from repro.crosspaper.statements import statement_of
+
+    monkeypatch.delenv("REPRO_RESULTS_DIR", raising=False)  # the committed results
+    monkeypatch.setenv("REPRO_COMPUTE", "refuse")
+    seen = {}
+
+    def tested(base, sizes, epochs, methods, references=None, **kwargs):  # the page's curve, shifted: "the chains'"
+        from repro.autoregembed.experiments.data_efficiency import data_efficiency_scores
+
+        curve = data_efficiency_scores(base, sizes, [0, 1], epochs, methods, kwargs["suite"], kwargs["tasks"])
+        claims = data_efficiency_claims(curve.assign(**{"STS average": curve["STS average"] + 0.5}),
+                                        references=references)
+        seen["claims"] = claims[claims["statement"] == ALIGNMENT]
+        return seen["claims"]
+
+    monkeypatch.setattr(chain_efficiency, "tested", tested)
+    rows = paper3_rows("standard")
+    efficiency = rows[rows["page"] == "p3_data_efficiency"].assign(statement=lambda f: f["claim"].map(statement_of))
+    alignment = efficiency[efficiency["statement"] == statement_of(ALIGNMENT)]
+    assert len(seen["claims"]) and alignment["current"].astype(bool).sum() == len(seen["claims"])
+    assert (~alignment["current"].astype(bool)).sum() == len(seen["claims"])  # the page's own rows: history
+    assert "independent chains" in " ".join(alignment.loc[alignment["current"].astype(bool), "scale"])
+    others = efficiency[efficiency["statement"] != statement_of(ALIGNMENT)]
+    assert len(others) and others["current"].astype(bool).all()

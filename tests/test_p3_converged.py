@@ -488,3 +488,43 @@ def test_figure3_on_the_chains_starts_each_seed_from_its_own_stage1_and_its_unit
     assert sorted(baseline.seed.unique()) == [0, 1]  # seed 2's baseline scores are not stored
     table = chain_efficiency.status(page_base, sizes, epochs, methods, tasks=tasks)
     assert table.loc["AutoRegEmbed", 128] == "2 of 3" and table.loc["mean, in-batch", 64] == "2 of 3"
+
+
+def test_figure3_on_the_chains_is_tested_with_runs_as_units_once_every_point_is_stored(monkeypatch):
+    """Once every method has every size at the three chains' seeds (and each chain its compression only), the
+    data-efficiency statements are tested on them: AutoRegEmbed against each baseline and against compression only
+    with 3 independent runs a side (compression only: one per chain's stage 1, not one shared run); before, None."""
+    import numpy as np
+    import pandas as pd
+
+    from repro.autoregembed.experiments import chain_efficiency
+    from repro.autoregembed.experiments import converged as conv
+    from repro.autoregembed.experiments.configs import page_configs
+    from repro.pages.parameters import page_parameters
+
+    _, page_base = page_configs(**page_parameters("p3_data_efficiency", "standard"))
+    sizes, methods, tasks = [64, 128], ["AutoRegEmbed", "mean, in-batch"], ["STSBenchmark", "STS12"]
+    rng = np.random.default_rng(0)
+    missing = {"seed": 2}
+
+    def fake_curve(*args, **kwargs):
+        return pd.DataFrame([{"method": m, "examples": n, "seed": s, "steps": n // 8,
+                              "unit": f"stage 1 d{s}" if m == "AutoRegEmbed" else f"run {s}",
+                              "STS average": (60.0 if m == "AutoRegEmbed" else 50.0) + rng.normal(0, 0.3)}
+                             for m in methods for n in sizes for s in (0, 1, 2)
+                             if not (m == "mean, in-batch" and s == missing["seed"])], columns=chain_efficiency.COLUMNS)
+
+    monkeypatch.setattr(chain_efficiency, "curve", fake_curve)
+    monkeypatch.setattr(conv, "run_record", lambda config: {"summary": {"initial_digest": f"d{config.seed}"}})
+    monkeypatch.setattr(conv, "compression_scores", lambda stage1, digest, suite, tasks_: {
+        t: {"task": t, "rows": [{"main_score": 0.55 + 0.01 * int(digest[1:])}]} for t in tasks_})
+    assert chain_efficiency.tested(page_base, sizes, 1.0, methods, tasks=tasks) is None  # a baseline seed missing
+    missing["seed"] = None
+    claims = chain_efficiency.tested(page_base, sizes, 1.0, methods, references=pd.Series({"PromptEOL": 40.0}),
+                                     tasks=tasks)
+    rows = claims.set_index(["comparison", "category"])
+    against = rows.loc[("AutoRegEmbed vs compression only", "64 triplets")]
+    assert against["units"] == "3 vs 3 runs" and against["verdict"].startswith("supported")
+    assert (rows.loc[("AutoRegEmbed vs mean, in-batch", "128 triplets"), "units"] == "3 vs 3 runs").all()
+    assert rows.loc[("AutoRegEmbed vs PromptEOL", "64 triplets"), "verdict"].startswith("supported")  # fixed value
+    assert "compression only" not in " ".join(claims["statement"][claims["statement"].str.contains("Figure 1")])

@@ -106,9 +106,12 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
     ``references`` holding "compression only" (one stage-1 model, one run), the paper's Table 3 claim that
     alignment improves on it, per size: a trained side with one independent run, so untestable until stage 1 has
     independent seeds; PromptEOL is training-free, one fixed model (a one-sample test). A curve with a ``unit``
-    column counts the seeds of one unit (stage-2 runs from one stage 1) as one independent run."""
+    column counts the seeds of one unit (stage-2 runs from one stage 1) as one independent run. Compression only
+    given as curve points instead (each independent chain's own, at every size, its unit the chain's stage 1) is a
+    side of independent runs, not a baseline of Figure 3."""
     paired = _paired_points(curve, candidate, references)
-    others = [m for m in curve.method.unique() if m != candidate]
+    as_points = [m for m in TRAINED_REFERENCES if m in set(curve.method)]  # one per chain: runs of their own
+    others = [m for m in curve.method.unique() if m != candidate and m not in as_points]
     claims = [(f"{candidate} beats {other} at equal training data, at every size (Figure 3)", other)
               for other in others]
     claims += [(statement, reference) for reference, statement in FIXED_REFERENCES.items()
@@ -118,7 +121,9 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
     for claim, other in claims:
         for size, part in paired.groupby(level="examples"):
             a = _per_unit(part[candidate], units, candidate, size)
-            if other in TRAINED_REFERENCES:  # the one stage 1 every point starts from: one independent run
+            if other in as_points:  # compression only of each chain's own stage 1, repeated at every size
+                b, fixed = _per_unit(part[other], units, other, size), False
+            elif other in TRAINED_REFERENCES:  # the one stage 1 every point starts from: one independent run
                 b, fixed = part[other].dropna().to_numpy()[:1], False
             elif other in FIXED_REFERENCES:
                 b, fixed = part[other].dropna().to_numpy()[:1], True

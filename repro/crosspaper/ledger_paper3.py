@@ -9,7 +9,7 @@ import pandas as pd
 
 from repro.autoregembed.claims import ablation_claims, data_efficiency_claims, grid_claims, memory_claim
 from repro.autoregembed.claims import table_claims as p3_claims
-from repro.autoregembed.experiments import chain_ablations
+from repro.autoregembed.experiments import chain_ablations, chain_efficiency
 from repro.autoregembed.experiments import converged as p3_converged
 from repro.autoregembed.experiments import independent as p3_independent
 from repro.autoregembed.experiments import search as p3_search
@@ -46,6 +46,12 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
     curve = data_efficiency_scores(base_d, d["sizes"], d["seeds"], d["epochs"], d["methods"], d["suite"], d["tasks"],
                                    recompute=recompute)
     flat = data_efficiency_references(base_d, d["references"], d["suite"], d["tasks"], recompute=recompute)
+    efficiency = data_efficiency_claims(curve, references=flat)
+    # Figure 3 on the independent chains, once complete: a statement it tests supersedes the shared-stage-1 rows
+    chain_efficiency_claims = chain_efficiency.tested(base_d, d["sizes"], d["epochs"], d["methods"], flat,
+                                                      suite=d["suite"], tasks=d["tasks"])
+    held_de = efficiency["statement"].isin(set(chain_efficiency_claims["statement"]) if chain_efficiency_claims
+                                           is not None else set())
     variants = per_task_scores(ablation_scores(base_a, a["variants"], a["temperatures"], a["betas"], a["suite"],
                                                a["tasks"], recompute=recompute), column="variant")
     held = WILCOXON + ", one training run per method: descriptive, no verdict"
@@ -79,9 +85,12 @@ def paper3_rows(profile: str = "standard", recompute: bool = False, pages: dict[
                      test=held, quoted="in the claim text (quoted from the paper's Tables 1-2)", current=False),
         from_claims(3, tables[~superseded], f"{base_t.backbone}, {step}, '{t['suite']}' suite", "p3_tables",
                      test=held, quoted="in the claim text (quoted from the paper's Tables 1-2)"),
-        from_claims(3, data_efficiency_claims(curve, references=flat),
-                     f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, '{d['suite']}' suite",
-                     "p3_data_efficiency"),
+        *(from_claims(3, efficiency[mask], f"{base_d.backbone}, sizes {d['sizes']} x seeds {d['seeds']}, "
+                      f"'{d['suite']}' suite", "p3_data_efficiency", current=current)
+          for mask, current in ((held_de, False), (~held_de, True)) if len(efficiency)),
+        *((from_claims(3, chain_efficiency_claims, f"{base_d.backbone}, sizes {d['sizes']} x the independent chains "
+                       f"(one stage 1 per seed), '{d['suite']}' suite", "p3_data_efficiency"),)
+          if chain_efficiency_claims is not None else ()),
         *(from_claims(3, ablations[mask], scale_ab, "p3_ablations", test=held, quoted=quoted_ablation[mask],
                       tier=ABLATION, current=current) for mask, current in ((held_ab, False), (~held_ab, True))
           if len(ablations)),

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from repro.autoregembed.claims import data_efficiency_claims
 from repro.autoregembed.config import TEMPLATE_SETTINGS, AlignConfig
 from repro.autoregembed.experiments import converged, independent
 from repro.autoregembed.experiments.baselines import contrastive_config
@@ -27,6 +28,7 @@ from repro.training import evaluation as contrastive_scores
 from repro.training.budget_curves import task_frame
 
 AUTOREG = "AutoRegEmbed"
+COMPRESSION_ONLY = "compression only"
 COLUMNS = ["method", "examples", "seed", "steps", "unit", "STS average"]
 
 
@@ -117,3 +119,31 @@ def status(page_base: AlignConfig, sizes: Sequence[int], epochs: float, methods:
     return pd.DataFrame({size: [f"{int(counts.get((m, size), 0))} of {len(seeds)}" for m in methods]
                          for size in sizes}, index=pd.Index(methods, name="method")).rename_axis(
         columns="training triplets")
+
+
+def points(page_base: AlignConfig, sizes: Sequence[int], epochs: float, methods: Sequence[str],
+           seeds: Sequence[int] = independent.SEEDS, suite: str = "small",
+           tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """:func:`curve` plus each chain's compression only (:func:`compression_only`) repeated at every size (method
+    "compression only", its unit the chain's stage-1 weights): what the claims test."""
+    frame = curve(page_base, sizes, epochs, methods, seeds, suite, tasks)
+    compression = compression_only(page_base, seeds, suite, tasks, sizes, epochs)
+    repeated = [{"method": COMPRESSION_ONLY, "examples": size, "seed": r["seed"], "steps": 0, "unit": r["unit"],
+                 "STS average": r["STS average"]} for _, r in compression.iterrows() for size in sizes]
+    return pd.concat([frame, pd.DataFrame(repeated, columns=COLUMNS)], ignore_index=True) if repeated else frame
+
+
+def tested(page_base: AlignConfig, sizes: Sequence[int], epochs: float, methods: Sequence[str],
+           references: pd.Series | None = None, seeds: Sequence[int] = independent.SEEDS, suite: str = "small",
+           tasks: Sequence[str] | None = None) -> pd.DataFrame | None:
+    """The data-efficiency statements tested on the chains (:func:`repro.autoregembed.claims.data_efficiency_claims`,
+    runs as units), once every method has every size at every seed and every chain its compression only; None
+    before (the page's shared-stage-1 runs stay the current ones). ``references``: the training-free ones
+    (PromptEOL), fixed values; compression only comes from the chains."""
+    frame = points(page_base, sizes, epochs, methods, seeds, suite, tasks)
+    counts = frame.groupby(["method", "examples"]).size()
+    wanted = [*methods, *([COMPRESSION_ONLY] if AUTOREG in methods else [])]
+    if any(counts.get((m, size), 0) < len(seeds) for m in wanted for size in sizes):
+        return None
+    fixed = None if references is None else references.drop(COMPRESSION_ONLY, errors="ignore")
+    return data_efficiency_claims(frame, references=fixed)

@@ -528,3 +528,26 @@ def test_figure3_on_the_chains_is_tested_with_runs_as_units_once_every_point_is_
     assert (rows.loc[("AutoRegEmbed vs mean, in-batch", "128 triplets"), "units"] == "3 vs 3 runs").all()
     assert rows.loc[("AutoRegEmbed vs PromptEOL", "64 triplets"), "verdict"].startswith("supported")  # fixed value
     assert "compression only" not in " ".join(claims["statement"][claims["statement"].str.contains("Figure 1")])
+
+
+def test_a_chain_ablation_is_compared_with_its_own_chains_full_loss_only(monkeypatch):
+    """An ablation is one change to its chain's full loss: a variant stored on one chain is compared with that
+    chain's full loss, not with the mean over chains whose levels differ (here by 10 points a seed), which would pass
+    the stage-1 spread off as the variant's effect."""
+    import pandas as pd
+
+    from repro.autoregembed.experiments import chain_ablations
+    from repro.autoregembed.experiments.ablations import LABELS
+
+    tasks = ["STSBenchmark", "SICK-R", "STS12"]
+    rows = [{"model": model, "seed": seed, "unit": f"stage 1 d{seed}", "task": t, "category": "STS",
+             "score": 40.0 + 10 * seed + i * 0.1}
+            for seed in (0, 1, 2) for model in (chain_ablations.COMPRESSION_ONLY, chain_ablations.FULL_VARIANT)
+            for i, t in enumerate(tasks)]
+    rows += [{"model": LABELS["js"], "seed": 2, "unit": "stage 1 d2", "task": t, "category": "STS",
+              "score": 40.0 + 20 - 3.0 + i * 0.1} for i, t in enumerate(tasks)]
+    monkeypatch.setattr(chain_ablations, "scores", lambda *a, **k: pd.DataFrame(rows))
+    table = chain_ablations.tested()
+    js = table[table["comparison"] == f"{LABELS['js']} vs {LABELS['full']}"].iloc[0]
+    assert abs(float(js["difference"]) - (-3.0)) < 1e-9  # against the mean of three chains: +7.0
+    assert js["units"] == "1 vs 1 runs" and not js["verdict"].startswith(("supported", "contradicted"))

@@ -101,9 +101,19 @@ def tested(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-13
     frame = scores(seeds, backbone)
     if frame.empty or set(frame["model"]) <= {FULL_VARIANT, COMPRESSION_ONLY, grid_label(*GRID_CHOICE)}:
         return None
-    table = seeded_claims(frame, claims(frame))
+    table = pd.concat([seeded_claims(_common_chains(frame, claim[1], claim[2]), [claim]) for claim in claims(frame)
+                       if len(_common_chains(frame, claim[1], claim[2]))], ignore_index=True)
     table.attrs["seeds"] = sorted(int(s) for s in frame["seed"].unique())
     return table
+
+
+def _common_chains(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """``frame`` restricted to the chains (seeds) that hold both models: an ablation is one change to its own chain's
+    full loss, so a variant trained on one chain is compared with that chain's full loss, not with the mean over
+    chains whose stage-1 spread (more than 10 STS-B dev points between our chains) would pass for the
+    variant's effect."""
+    common = set(frame.loc[frame["model"] == a, "seed"]) & set(frame.loc[frame["model"] == b, "seed"])
+    return frame[frame["seed"].isin(common)]
 
 
 def finding(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-135m") -> str:

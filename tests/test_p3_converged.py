@@ -550,4 +550,19 @@ def test_a_chain_ablation_is_compared_with_its_own_chains_full_loss_only(monkeyp
     table = chain_ablations.tested()
     js = table[table["comparison"] == f"{LABELS['js']} vs {LABELS['full']}"].iloc[0]
     assert abs(float(js["difference"]) - (-3.0)) < 1e-9  # against the mean of three chains: +7.0
-    assert js["units"] == "1 vs 1 runs" and not js["verdict"].startswith(("supported", "contradicted"))
+    assert js["units"] == "1 paired run" and not js["verdict"].startswith(("supported", "contradicted"))
+    # on three chains, 3 points below each chain's own full loss: the paired test decides it; Welch's, which counts
+    # the chains' 10-point spread as noise, would not
+    rows += [{**r, "seed": s, "unit": f"stage 1 d{s}", "score": r["score"] + 10 * (s - 2) + 0.05 * s}
+             for s in (0, 1) for r in rows if r["model"] == LABELS["js"] and r["seed"] == 2]
+    js = chain_ablations.tested()
+    js = js[js["comparison"] == f"{LABELS['js']} vs {LABELS['full']}"].iloc[0]
+    assert js["units"] == "3 paired runs" and js["test"].startswith("paired t-test")
+    assert js["verdict"].startswith("supported") and abs(float(js["difference"]) + 2.95) < 0.1
+    from repro.verdicts.rule import decide, runs_test
+
+    frame = pd.DataFrame(rows)
+    means = frame[frame["model"].isin([LABELS["js"], chain_ablations.FULL_VARIANT])].groupby(["model", "seed"])[
+        "score"].mean()
+    assert not decide(runs_test(means.loc[LABELS["js"]], means.loc[chain_ablations.FULL_VARIANT]),
+                      "worse").startswith("supported")

@@ -151,7 +151,7 @@ def claim_p(test: dict, expected: str) -> float:
     return float(np.nanmin([within, beyond])) if not (pd.isna(within) and pd.isna(beyond)) else np.nan
 
 
-def _with_margin_tests(out: dict, se: float, df: float, margin: float) -> dict:
+def with_margin_tests(out: dict, se: float, df: float, margin: float) -> dict:
     d = out["difference"]
     within, beyond = _margin_p(d, se, df, margin)
     ng_within, ng_beyond = _no_gain_p(d, se, df, margin)
@@ -188,7 +188,7 @@ def units_needed(sd_first: float, sd_second: float, effect: float, alpha: float 
     return np.inf
 
 
-def _with_power(out: dict, sd_first: float, sd_second: float, margin: float) -> dict:
+def with_power(out: dict, sd_first: float, sd_second: float, margin: float) -> dict:
     """``out`` plus what a test of its size could detect: the effect detectable at :data:`POWER` with the units it
     has, and the units a side that twice the margin would need, from the measured spreads."""
     return out | {"SD first": sd_first, "SD second": sd_second,
@@ -212,14 +212,14 @@ def runs_test(a_runs, b_runs, margin: float = MARGIN, fixed: bool = False) -> di
     if fixed and len(y) == 1 and len(x) >= MIN_RUNS:
         se = float(x.std(ddof=1) / np.sqrt(len(x)))
         p = float(stats.ttest_1samp(x, y[0]).pvalue) if se > 0 else float(out["difference"] == 0)
-        tested = _with_margin_tests(out | {"test": "one-sample t-test of the runs against one fixed model",
+        tested = with_margin_tests(out | {"test": "one-sample t-test of the runs against one fixed model",
                                            "units": f"{len(x)} runs vs one fixed model", "p (difference)": p},
                                     se, float(len(x) - 1), margin)
-        return _with_power(tested, float(x.std(ddof=1)), 0.0, margin)
+        return with_power(tested, float(x.std(ddof=1)), 0.0, margin)
     sds = [float(v.std(ddof=1)) if len(v) > 1 else np.nan for v in (x, y)]
     if len(x) < MIN_RUNS or len(y) < MIN_RUNS:
         why = MISSING if not (len(x) and len(y)) else ONE_RUN if min(len(x), len(y)) == 1 else few_runs(len(x), len(y))
-        return _with_power(out | {"untestable": why, "p (difference)": np.nan, "margin": margin}, *sds, margin)
+        return with_power(out | {"untestable": why, "p (difference)": np.nan, "margin": margin}, *sds, margin)
     va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
     se = float(np.sqrt(va + vb))
     if se == 0:  # every run of each side identical: an exact difference
@@ -228,7 +228,7 @@ def runs_test(a_runs, b_runs, margin: float = MARGIN, fixed: bool = False) -> di
     else:
         df = float((va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))) if va + vb > 0 else np.inf
         p = float(stats.ttest_ind(x, y, equal_var=False).pvalue)
-    return _with_power(_with_margin_tests(out | {"p (difference)": p}, se, df, margin), *sds, margin)
+    return with_power(with_margin_tests(out | {"p (difference)": p}, se, df, margin), *sds, margin)
 
 
 def tasks_test(a, b, margin: float = MARGIN, alpha: float = ALPHA) -> dict:
@@ -255,8 +255,8 @@ def tasks_test(a, b, margin: float = MARGIN, alpha: float = ALPHA) -> dict:
         if np.sign(ranks[nonzero > 0].sum() - ranks[nonzero < 0].sum()) != np.sign(diff.mean()):
             p = 1.0  # the signed ranks and the mean disagree: no direction is settled
     se = float(diff.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
-    tested = _with_margin_tests(out | {"p (difference)": p}, se, float(n - 1), margin)
-    return _with_power(tested, float(diff.std(ddof=1)) if n > 1 else np.nan, 0.0, margin)
+    tested = with_margin_tests(out | {"p (difference)": p}, se, float(n - 1), margin)
+    return with_power(tested, float(diff.std(ddof=1)) if n > 1 else np.nan, 0.0, margin)
 
 
 def decide(test: dict, expected: str, p: float | None = None, alpha: float = ALPHA) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
 
+from repro.verdicts.paired_runs import paired_per_run_means, paired_runs_test
 from repro.verdicts.rule import margin_for, runs_test
 
 
@@ -84,13 +85,21 @@ def is_fixed(frame: pd.DataFrame, model) -> bool:
     return "unit" in frame and len(rows) > 0 and bool(rows["unit"].eq(FIXED).all())
 
 
-def run_comparison(frame: pd.DataFrame, a, b, category: str | None = None, margin: float | None = None) -> dict:
+def run_comparison(frame: pd.DataFrame, a, b, category: str | None = None, margin: float | None = None,
+                   paired: bool = False) -> dict:
     """:func:`runs_test` of ``a`` vs ``b`` on the category's per-run means, with the tasks it used (``margin``:
     default the category's, :func:`margin_for`). A fixed ``b`` (:func:`is_fixed`: a training-free model, one value
-    on the same tasks) is tested by the one-sample test of ``a``'s runs against it."""
+    on the same tasks) is tested by the one-sample test of ``a``'s runs against it. ``paired``: the runs of one
+    ``seed`` on the two sides share an upstream model (an ablation and its chain's full loss): the paired runs test
+    (:func:`repro.verdicts.paired_runs.paired_runs_test`) on the seeds both sides hold."""
     margin = margin_for(category) if margin is None else margin
-    x, y, tasks = per_run_means(frame, a, b, category)
-    test = runs_test(x.to_numpy(), y.to_numpy(), margin, fixed=is_fixed(frame, b)) | {"tasks": tasks}
+    if paired:
+        part = frame if category is None else frame[frame["category"] == category]
+        x, y, tasks = paired_per_run_means(part, a, b)
+        test = paired_runs_test(x.to_numpy(), y.to_numpy(), margin) | {"tasks": tasks}
+    else:
+        x, y, tasks = per_run_means(frame, a, b, category)
+        test = runs_test(x.to_numpy(), y.to_numpy(), margin, fixed=is_fixed(frame, b)) | {"tasks": tasks}
     if len(x) and same_model(frame, a, b):
         test["same model"] = True
     return test

@@ -5,8 +5,9 @@ strategies 1-4, the reference added and the tested temperature x beta cells; tra
 
 A variant whose stage 2 dev-selected its start *is* its chain's compression only (the same weights, scored once as
 such); "without compression" starts from the raw backbone, so each of its runs is its own unit. A claim is tested
-with the chains as units (:func:`repro.verdicts.seeds.seeded_claims`): it needs 3 independent runs a side, and two
-models that are one model run by run are *not testable*, never a verdict."""
+with the chains as units, paired within each chain (:func:`repro.verdicts.seeds.seeded_claims` with ``paired``: the
+two runs of one chain share its stage 1, or its data order and seed for "without compression"): it needs 3 chains
+holding both models, and two models that are one model run by run are *not testable*, never a verdict."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def tested(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-13
     frame = scores(seeds, backbone)
     if frame.empty or set(frame["model"]) <= {FULL_VARIANT, COMPRESSION_ONLY, grid_label(*GRID_CHOICE)}:
         return None
-    table = pd.concat([seeded_claims(_common_chains(frame, claim[1], claim[2]), [claim]) for claim in claims(frame)
+    table = pd.concat([seeded_claims(_common_chains(frame, claim[1], claim[2]), [claim], paired=True)
+                       for claim in claims(frame)
                        if len(_common_chains(frame, claim[1], claim[2]))], ignore_index=True)
     table.attrs["seeds"] = sorted(int(s) for s in frame["seed"].unique())
     return table
@@ -109,9 +111,9 @@ def tested(seeds: Sequence[int] = independent.SEEDS, backbone: str = "smollm2-13
 
 def _common_chains(frame: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
     """``frame`` restricted to the chains (seeds) that hold both models: an ablation is one change to its own chain's
-    full loss, so a variant trained on one chain is compared with that chain's full loss, not with the mean over
-    chains whose stage-1 spread (more than 10 STS-B dev points between our chains) would pass for the
-    variant's effect."""
+    full loss, so a variant trained on one chain is compared with that chain's full loss (the paired runs test,
+    :mod:`repro.verdicts.paired_runs`), not with the mean over chains whose stage-1 spread (more than 10 STS-B dev
+    points between our chains) would pass for the variant's effect."""
     common = set(frame.loc[frame["model"] == a, "seed"]) & set(frame.loc[frame["model"] == b, "seed"])
     return frame[frame["seed"].isin(common)]
 

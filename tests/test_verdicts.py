@@ -284,26 +284,13 @@ def test_a_training_free_side_is_one_fixed_value_and_its_test_is_one_sample():
 def test_the_paired_runs_test_is_calibrated_and_keeps_its_power_where_pairs_share_an_upstream_model(pairs):
     """Pairs of runs that share an upstream model (an ablation and its chain's full loss): a chain effect of SD 10
     common to both runs of a pair, a run effect of SD 1 each. Under no difference the paired test decides about 5%
-    of draws (alpha); at twice the margin it is supported far more often than Welch's test on the same draws, which
-    counts the chains' spread as noise (and wrongly takes the two sides as independent)."""
+    of draws (alpha) or fewer; at twice the margin it is supported far more often than Welch's test on the same
+    draws, which counts the chains' spread as noise (and wrongly takes the two sides as independent)."""
+    from repro.verdicts.calibration import paired_rates
     from repro.verdicts.paired_runs import paired_runs_test
-    from repro.verdicts.rule import is_supported
 
     rng = np.random.default_rng(0)
-
-    def rates(effect: float, n_sims: int = 2000) -> tuple[float, float, float]:
-        decided, paired_power, welch_power = 0, 0, 0
-        for _ in range(n_sims):
-            chains = rng.normal(0, 10, pairs)
-            x, y = chains + effect + rng.normal(0, 1, pairs), chains + rng.normal(0, 1, pairs)
-            verdict = decide(paired_runs_test(x, y), "better")
-            decided += verdict.startswith((SUPPORTED, CONTRADICTED))
-            paired_power += is_supported(verdict)
-            welch_power += is_supported(decide(runs_test(x, y), "better"))
-        return decided / n_sims, paired_power / n_sims, welch_power / n_sims
-
-    null, _, _ = rates(0.0)
-    assert null < 0.07  # alpha 0.05 with 2000 draws (SE 0.005)
-    _, paired, welch = rates(2 * MARGIN)
-    assert paired > 0.2 and paired > 3 * welch, (paired, welch)
+    assert paired_rates(pairs, 10.0, 1.0, 0.0, 2000, rng)["decided"] < 0.07  # alpha 0.05, 2000 draws (SE 0.005)
+    power = paired_rates(pairs, 10.0, 1.0, 2 * MARGIN, 2000, rng)
+    assert power["supported"] > 0.2 and power["supported"] > 3 * power["welch supported"], power
     assert paired_runs_test([1.0, 2.0], [0.0, 1.0])["untestable"].startswith("untestable")  # 2 pairs: too few

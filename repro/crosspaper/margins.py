@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from repro.autoregembed.experiments import converged, independent
 from repro.crosspaper.ledger_paper2 import edge_task_differences
 from repro.pooling_attention.claims import TABLE_CLAIMS
 from repro.pooling_attention.converged import converged_scores
@@ -90,3 +91,14 @@ def measured_spreads(backbone: str = "smollm2-135m", profile: str = "standard") 
                            "n first": int(row["count"]), "n second": int(row["count"]), "SD first": float(row["std"]),
                            "SD second": 0.0})
     return chosen
+
+
+def chain_spread(backbone: str = "smollm2-135m") -> float:
+    """The SD across Paper 3's independent chains of their compression only's STS average (x100, the budget-rule
+    page's final suite): the spread a stage 1 shares with every run trained from it, which the paired runs test
+    cancels (NaN with fewer than two chains stored)."""
+    chains, _ = independent.final_scores(backbone=backbone)
+    if chains.empty:
+        return float("nan")
+    sts = chains[(chains["model"] == converged.COMPRESSION) & (chains["category"] == "STS")]
+    return float(sts.groupby("seed")["score"].mean().std(ddof=1))

@@ -156,3 +156,48 @@ def stored_calibration_by_test(spreads: list[dict], n_sims: int = 2000, seed: in
               "tests": [t[0] for t in TEST_TYPES] + [RUNS_TEST, TASKS_TEST]}
     return stored_statistic("verdict engine calibration by test type", params,
                             lambda: calibration_by_test(spreads, n_sims, MARGIN, seed).to_dict("records"), recompute)
+
+
+def paired_rates(pairs: int, chain_sd: float, run_sd: float, effect: float, n_sims: int,
+                 rng: np.random.Generator, margin: float = MARGIN) -> dict:
+    """The paired runs test (:mod:`repro.verdicts.paired_runs`) on ``n_sims`` draws of ``pairs`` pairs of runs that
+    share an upstream model (a chain effect of SD ``chain_sd`` common to both runs of a pair, a run effect of SD
+    ``run_sd`` each; ``effect``: the first side's true advantage) on a gain claim: the share of decided verdicts,
+    of "supported", and of "supported" by Welch's test on the same draws (which counts the chains' spread as
+    noise)."""
+    from repro.verdicts.paired_runs import paired_runs_test
+
+    decided = supported = welch = 0
+    for _ in range(n_sims):
+        chains = rng.normal(0, chain_sd, pairs)
+        x, y = chains + effect + rng.normal(0, run_sd, pairs), chains + rng.normal(0, run_sd, pairs)
+        verdict = decide(paired_runs_test(x, y, margin), "better")
+        decided += is_supported(verdict) or verdict == CONTRADICTED
+        supported += is_supported(verdict)
+        welch += is_supported(decide(runs_test(x, y, margin), "better"))
+    return {"decided": decided / n_sims, "supported": supported / n_sims, "welch supported": welch / n_sims}
+
+
+def paired_calibration(chain_sd: float, run_sd: float = MARGIN, pairs: tuple[int, ...] = (3, 5),
+                       n_sims: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The paired runs test's null rate (a gain claim: any decided verdict under no difference) and power (at twice
+    the margin), beside Welch's power on the same draws, per number of pairs."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in pairs:
+        null = paired_rates(n, chain_sd, run_sd, 0.0, n_sims, rng)
+        power = paired_rates(n, chain_sd, run_sd, 2 * MARGIN, n_sims, rng)
+        rows.append({"pairs (chains)": n, "chain SD": chain_sd, "run SD": run_sd, "null rate": null["decided"],
+                     "power at 2x margin": power["supported"], "Welch's power, same draws": power["welch supported"]})
+    return pd.DataFrame(rows)
+
+
+def stored_paired_calibration(chain_sd: float, n_sims: int = 2000, seed: int = 0,
+                              recompute: bool = False) -> pd.DataFrame:
+    """:func:`paired_calibration`, stored once and keyed by the chain spread, the simulations, the seed, the margin
+    and alpha."""
+    params = {"simulations": n_sims, "seed": seed, "margin": MARGIN, "alpha": ALPHA, "chain SD": round(chain_sd, 6),
+              "run SD": MARGIN, "pairs": [3, 5]}
+    return stored_statistic("paired runs test calibration by simulation", params,
+                            lambda: paired_calibration(chain_sd, n_sims=n_sims, seed=seed).to_dict("records"),
+                            recompute)

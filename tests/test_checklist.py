@@ -44,7 +44,8 @@ def test_paper3_verdicts_rest_on_three_independent_runs_a_side(monkeypatch):
             assert int(fixed.group(1)) >= MIN_RUNS and re.search(r"vs (PromptEOL|last token)\b", row["claim"]), \
                 row.to_dict()  # a fixed side is a training-free method of the untrained backbone
             continue
-        sides = re.search(r"(\d+) vs (\d+) runs", row["statistic"])
+        pairs = re.search(r"(\d+) paired runs", row["statistic"])  # pairs of runs from one stage 1 (a chain)
+        sides = pairs or re.search(r"(\d+) vs (\d+) runs", row["statistic"])
         assert sides, row.to_dict()  # a trained method is tested with its runs as units, never over tasks alone
         assert min(map(int, sides.groups())) >= MIN_RUNS, row.to_dict()
     frame, _ = converged.final_scores(base_config("smollm2-135m"))

@@ -493,7 +493,8 @@ def test_figure3_on_the_chains_starts_each_seed_from_its_own_stage1_and_its_unit
 def test_figure3_on_the_chains_is_tested_with_runs_as_units_once_every_point_is_stored(monkeypatch):
     """Once every method has every size at the three chains' seeds (and each chain its compression only), the
     data-efficiency statements are tested on them: AutoRegEmbed against each baseline and against compression only
-    with 3 independent runs a side (compression only: one per chain's stage 1, not one shared run); before, None."""
+    with 3 independent runs a side (compression only: one per chain's stage 1, not one shared run, paired with the
+    chain's own AutoRegEmbed); before, None."""
     import numpy as np
     import pandas as pd
 
@@ -523,8 +524,8 @@ def test_figure3_on_the_chains_is_tested_with_runs_as_units_once_every_point_is_
     claims = chain_efficiency.tested(page_base, sizes, 1.0, methods, references=pd.Series({"PromptEOL": 40.0}),
                                      tasks=tasks)
     rows = claims.set_index(["comparison", "category"])
-    against = rows.loc[("AutoRegEmbed vs compression only", "64 triplets")]
-    assert against["units"] == "3 vs 3 runs" and against["verdict"].startswith("supported")
+    against = rows.loc[("AutoRegEmbed vs compression only", "64 triplets")]  # paired by chain: one stage 1 each
+    assert against["units"] == "3 paired runs" and against["verdict"].startswith("supported")
     assert (rows.loc[("AutoRegEmbed vs mean, in-batch", "128 triplets"), "units"] == "3 vs 3 runs").all()
     assert rows.loc[("AutoRegEmbed vs PromptEOL", "64 triplets"), "verdict"].startswith("supported")  # fixed value
     assert "compression only" not in " ".join(claims["statement"][claims["statement"].str.contains("Figure 1")])
@@ -566,3 +567,29 @@ def test_a_chain_ablation_is_compared_with_its_own_chains_full_loss_only(monkeyp
         "score"].mean()
     assert not decide(runs_test(means.loc[LABELS["js"]], means.loc[chain_ablations.FULL_VARIANT]),
                       "worse").startswith("supported")
+
+
+def test_the_chains_pair_autoregembed_with_its_own_compression_only_and_nothing_else():
+    """Within a chain AutoRegEmbed and compression only share the chain's stage 1: their comparison pairs the two
+    runs of each chain (a 3-point gain decided across chains 10 points apart); AutoRegEmbed against the contrastive
+    baseline (independent runs) stays Welch's test."""
+    import pandas as pd
+
+    from repro.autoregembed.experiments import independent
+    from repro.verdicts.seeds import seeded_claims
+
+    tasks = ["STSBenchmark", "SICK-R", "STS12"]
+    rows = []
+    for seed in (0, 1, 2):
+        for model, shift in ((converged.COMPRESSION, 0.0), (converged.AUTOREG, 3.0 + 0.05 * seed),
+                             (converged.BASELINE, 5.0 + 0.3 * seed)):
+            unit = f"stage 1 d{seed}" if model != converged.BASELINE else f"run {seed}"
+            rows += [{"model": model, "seed": seed, "unit": unit, "task": t, "category": "STS",
+                      "score": 40.0 + 10 * seed * (model != converged.BASELINE) + shift + i * 0.1}
+                     for i, t in enumerate(tasks)]
+    frame = pd.DataFrame(rows)
+    claims = [c for c in independent.CLAIMS if {c[1], c[2]} <= set(frame.model) and c[3] == "STS"]
+    table = seeded_claims(frame, claims, paired=independent.PAIRED).set_index("comparison")
+    alignment = table.loc[f"{converged.AUTOREG} vs {converged.COMPRESSION}"]
+    assert alignment["units"] == "3 paired runs" and alignment["verdict"].startswith("supported")
+    assert table.loc[f"{converged.AUTOREG} vs {converged.BASELINE}", "units"] == "3 vs 3 runs"

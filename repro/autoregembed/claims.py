@@ -17,6 +17,7 @@ from repro.autoregembed.experiments.ablations import COMPRESSION_ONLY, LABELS, g
 from repro.autoregembed.quoted import PAPER_ABLATIONS
 from repro.core.tasks import STS7_TASKS
 from repro.verdicts.comparison import claims_table
+from repro.verdicts.paired_runs import paired_runs_test
 from repro.verdicts.rule import claim_row, is_supported, is_tested, runs_test
 
 FULL_VARIANT = LABELS["full"]
@@ -121,9 +122,15 @@ def data_efficiency_claims(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",
     for claim, other in claims:
         for size, part in paired.groupby(level="examples"):
             a = _per_unit(part[candidate], units, candidate, size)
-            if other in as_points:  # compression only of each chain's own stage 1, repeated at every size
-                b, fixed = _per_unit(part[other], units, other, size), False
-            elif other in TRAINED_REFERENCES:  # the one stage 1 every point starts from: one independent run
+            if other in as_points:  # each chain's own compression only, repeated at every size: the candidate's run
+                # of a chain and that chain's compression only share its stage 1 (one unit, the same name): paired
+                first, second = (_per_unit(part[m], units, m, size, named=True) for m in (candidate, other))
+                common = first.index.intersection(second.index)
+                a, b = first[common].to_numpy(), second[common].to_numpy()
+                rows.append(claim_row(claim, f"{candidate} vs {other}", f"{size} triplets", "better",
+                                      paired_runs_test(a, b), a, b, len(a)))
+                continue
+            if other in TRAINED_REFERENCES:  # the one stage 1 every point starts from: one independent run
                 b, fixed = part[other].dropna().to_numpy()[:1], False
             elif other in FIXED_REFERENCES:
                 b, fixed = part[other].dropna().to_numpy()[:1], True
@@ -165,14 +172,15 @@ def _units(curve: pd.DataFrame) -> pd.Series | None:
     return curve.set_index(["method", "examples", "seed"])["unit"]
 
 
-def _per_unit(values: pd.Series, units: pd.Series | None, method: str, size) -> np.ndarray:
+def _per_unit(values: pd.Series, units: pd.Series | None, method: str, size, named: bool = False):
     """One value per independent run of ``method`` at ``size``: the seeds of one unit (runs that share an upstream
-    model) averaged."""
+    model) averaged (``named``: a Series indexed by the unit, else its values)."""
     values = values.dropna()
     if units is None:
-        return values.to_numpy()
+        return values.droplevel("examples") if named else values.to_numpy()
     keys = [units.get((method, size, seed), f"seed {seed}") for seed in values.index.get_level_values("seed")]
-    return values.groupby(keys, sort=False).mean().to_numpy()
+    means = values.groupby(keys, sort=False).mean()
+    return means if named else means.to_numpy()
 
 
 def data_efficiency_differences(curve: pd.DataFrame, candidate: str = "AutoRegEmbed",

@@ -121,7 +121,8 @@ def paper3_converged_rows(profile: str = "standard") -> pd.DataFrame:
                  f" the untrained backbone's last token and PromptEOL (training-free, one fixed value each);"
                  f" '{c['suite']}' suite")
         claims = [x for x in p3_independent.CLAIMS if {x[1], x[2]} <= set(chains.model)]
-        parts.append(from_claims(3, seeded_claims(chains, claims), scale, "p3_converged"))
+        parts.append(from_claims(3, seeded_claims(chains, claims, paired=p3_independent.PAIRED), scale,
+                                 "p3_converged"))
     return pd.concat(parts, ignore_index=True)
 
 

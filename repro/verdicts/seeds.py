@@ -9,7 +9,7 @@ difference is inside one run. They read the stored per-task records keyed ``(mod
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import numpy as np
 import pandas as pd
@@ -52,15 +52,18 @@ def one_seed(claims: pd.DataFrame) -> pd.DataFrame:
     return claims
 
 
-def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple], paired: bool = False) -> pd.DataFrame:
+def seeded_claims(frame: pd.DataFrame, claims: Iterable[tuple], paired: bool | Collection[frozenset] = False
+                  ) -> pd.DataFrame:
     """Each ``(claim, a, b, category, expected)`` about trained methods, judged with the training runs as units
     (:func:`repro.verdicts.run_units.run_comparison`: Welch's t-test on the per-run means over the category's tasks, and
     the margin tests for "no gain" / "equal"). ``seeds``: the fewer of the two models' runs; ``seeds
     (first/second)``: both; ``seed spread``: the larger of the two SDs over runs of the per-run mean (descriptive).
-    ``paired``: the two models' runs of one seed share an upstream model (:func:`run_comparison`)."""
+    ``paired``: the two models' runs of one seed share an upstream model (:func:`run_comparison`): True for every
+    claim, or the model pairs (``frozenset({a, b})``) for which it holds."""
     rows = []
     for claim, a, b, category, expected in claims:
-        test = run_comparison(frame, a, b, category, paired=paired)
+        test = run_comparison(frame, a, b, category, paired=paired is True or (
+            not isinstance(paired, bool) and frozenset((a, b)) in paired))
         x, y = test["runs"]
         part = frame if category is None else frame[frame["category"] == category]
         key = "unit" if "unit" in part else "seed"  # one independent run per unit (run_units.per_run_means)

@@ -301,6 +301,9 @@ def final_scores(seeds: Sequence[int] = SEEDS, backbone: str = "smollm2-135m", s
     return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)), records
 
 
+# within a chain, AutoRegEmbed (its stage 2) and compression only (its stage 1) share the chain's stage 1: their
+# comparison pairs the two runs of each chain (repro.verdicts.paired_runs); every other pair of sides is independent
+PAIRED = {frozenset((converged.AUTOREG, converged.COMPRESSION))}
 FIXED_REFERENCES = ("last token", "PromptEOL")  # the untrained backbone's training-free methods the claims compare
 # alignment over compression only, and against contrastive training (converged.CLAIMS); compression only against the
 # untrained last token, AutoRegEmbed against PromptEOL (training-free: one-sample tests of the chains' runs): STS and

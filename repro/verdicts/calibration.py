@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from repro.core.derived import stored_statistic
+from repro.verdicts.paired_runs import paired_runs_test
 from repro.verdicts.rule import (
     ALPHA,
     CONTRADICTED,
@@ -165,8 +166,6 @@ def paired_rates(pairs: int, chain_sd: float, run_sd: float, effect: float, n_si
     ``run_sd`` each; ``effect``: the first side's true advantage) on a gain claim: the share of decided verdicts,
     of "supported", and of "supported" by Welch's test on the same draws (which counts the chains' spread as
     noise)."""
-    from repro.verdicts.paired_runs import paired_runs_test
-
     decided = supported = welch = 0
     for _ in range(n_sims):
         chains = rng.normal(0, chain_sd, pairs)

@@ -118,6 +118,7 @@ def test_no_import_cycles_and_no_paper_imports_another():
 DEFERRED_REPRO = {
     ("repro.recipes.recipe", "_trained"): {"repro.autoregembed.experiments.scores", "repro.training.contrastive"},
     ("repro.embedfilter.filters", "filters_for"): {"repro.core.samples"},  # whitening's NLI sentences
+    ("repro.core.backbones", "converted_folder"): {"repro.store.lanes"},  # the conversion's lock, only when converting
 }
 
 

@@ -154,20 +154,27 @@ def converted_folder(spec: PackagedGGUF) -> Path:
     folder = cache_dir() / "hf" / packaged_revision(spec)
     if (folder / "config.json").is_file():
         return folder
-    gguf_path = packaged_gguf_path(spec)
+    # one process converts, the others wait and read its folder (two lanes, the test suite's workers): a second
+    # conversion would replace the folder while the first process reads it
+    from repro.store.lanes import exclusive  # only a conversion needs the lock (the front door stays light)
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with exclusive(f"convert {folder.name}"):
+        if (folder / "config.json").is_file():
+            return folder
+        gguf_path = packaged_gguf_path(spec)
 
-    kwargs = dict(gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kwargs)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kwargs)
-    plain_weights(model)
-    with atomic_dir(folder) as tmp:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "repro_source.json").write_text(
-            json.dumps({"gguf": str(gguf_path), "sha256": spec.sha256, "requirement": spec.requirement})
-        )
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        kwargs = dict(gguf_file=gguf_path.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kwargs)
+        plain_weights(model)
+        with atomic_dir(folder) as tmp:
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            (tmp / "repro_source.json").write_text(
+                json.dumps({"gguf": str(gguf_path), "sha256": spec.sha256, "requirement": spec.requirement})
+            )
     return folder
 
 

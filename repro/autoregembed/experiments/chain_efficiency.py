@@ -20,12 +20,11 @@ from repro.autoregembed.claims import data_efficiency_claims
 from repro.autoregembed.config import TEMPLATE_SETTINGS, AlignConfig
 from repro.autoregembed.experiments import converged, independent
 from repro.autoregembed.experiments.baselines import contrastive_config
-from repro.autoregembed.experiments.data_efficiency import data_efficiency_configs, data_efficiency_scores
+from repro.autoregembed.experiments.data_efficiency import data_efficiency_configs, data_efficiency_scores, sts_of
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, score_identity
 from repro.core.scoring import stored_per_task
 from repro.core.tasks import STS_TASKS
 from repro.training import evaluation as contrastive_scores
-from repro.training.budget_curves import task_frame
 
 AUTOREG = "AutoRegEmbed"
 COMPRESSION_ONLY = "compression only"
@@ -62,11 +61,6 @@ def run(seeds: Sequence[int], page_base: AlignConfig, sizes: Sequence[int], epoc
 
 # ----- read from the result store only (the pages) -----
 
-def _sts_average(found: dict) -> float:
-    frame = task_frame(found)
-    return float(frame.loc[frame.category == "STS", "score"].mean())
-
-
 def curve(page_base: AlignConfig, sizes: Sequence[int], epochs: float, methods: Sequence[str],
           seeds: Sequence[int] = independent.SEEDS, suite: str = "small",
           tasks: Sequence[str] | None = None) -> pd.DataFrame:
@@ -89,7 +83,7 @@ def curve(page_base: AlignConfig, sizes: Sequence[int], epochs: float, methods: 
                     unit = f"run {seed}"
                 if unit is not None and len(found) == len(tasks):
                     rows.append({"method": method, "examples": size, "seed": seed, "steps": config.steps,
-                                 "unit": unit, "STS average": _sts_average(found)})
+                                 "unit": unit, "STS average": sts_of(found)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -106,7 +100,7 @@ def compression_only(page_base: AlignConfig, seeds: Sequence[int] = independent.
         for digest in sorted(d for d in digests if d):
             found = converged.compression_scores(stage1, digest, suite, tasks)
             if len(found) == len(tasks):
-                rows.append({"seed": seed, "unit": f"stage 1 {digest}", "STS average": _sts_average(found)})
+                rows.append({"seed": seed, "unit": f"stage 1 {digest}", "STS average": sts_of(found)})
     return pd.DataFrame(rows, columns=["seed", "unit", "STS average"])
 
 

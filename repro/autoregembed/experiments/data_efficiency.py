@@ -131,8 +131,11 @@ def _stored_sts_average(config, suite: str, tasks: Sequence[str] | None) -> floa
     only; None unless every task is stored."""
     tasks = list(tasks) if tasks is not None else STS_TASKS
     found = stored_per_task(SCORES_EXPERIMENT, score_identity(config), suite, tasks)
-    if len(found) < len(tasks):
-        return None
+    return sts_of(found) if len(found) == len(tasks) else None
+
+
+def sts_of(found: dict) -> float:
+    """The STS average (x100) of stored per-task score records (NaN without an STS task)."""
     frame = task_frame(found)
     sts = frame[frame.category == "STS"]["score"]
     return float(sts.mean()) if len(sts) else float("nan")

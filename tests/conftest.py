@@ -105,3 +105,33 @@ def _the_published_site_is_left_alone():
     yield
     changed = sorted(set(before.items()) ^ set(_site_state().items()))
     assert not changed, f"the test suite changed the published site: {[c[0] for c in changed][:5]}"
+
+
+@pytest.fixture(scope="session")
+def _committed_comparisons():
+    """Every comparison row of the standard ledger on the committed store (current and superseded), built once per
+    worker: the ledger's build reads about 2,900 result files and takes 25-40 s, and several tests read the same
+    committed ledger without changing any code it runs. A test that patches what the ledger calls builds its own."""
+    from repro.crosspaper.ledger import all_comparisons
+    from repro.store.paths import REPO_ROOT
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
+        patch.setenv("REPRO_COMPUTE", "refuse")  # read only: a missing result fails, never computes or trains
+        patch.setenv("REPRO_TRAINING", "refuse")
+        return all_comparisons("standard")
+
+
+@pytest.fixture
+def committed_comparisons(_committed_comparisons):
+    """The committed store's comparison rows (a copy: a test may change its frame)."""
+    return _committed_comparisons.copy()
+
+
+@pytest.fixture
+def committed_ledger(_committed_comparisons):
+    """``claims_ledger("standard")`` on the committed store, from the worker's one build (a copy):
+    tests/test_backbones.py checks it equals a build of its own."""
+    from repro.crosspaper.ledger import current
+
+    return current(_committed_comparisons)

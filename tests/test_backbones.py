@@ -1,6 +1,7 @@
 import hashlib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -133,7 +134,8 @@ def test_a_lazy_backbone_keys_results_without_loading_and_loads_once_on_use(monk
 
 
 @pytest.mark.integration
-def test_the_ledger_and_the_sweeps_read_committed_results_without_loading_a_backbone(monkeypatch, smollm2):
+def test_the_ledger_and_the_sweeps_read_committed_results_without_loading_a_backbone(monkeypatch, smollm2,
+                                                                                      committed_ledger):
     from repro.crosspaper.combinations import BOOK
     from repro.crosspaper.ledger import PAPERS, claims_ledger
     from repro.store.paths import REPO_ROOT
@@ -142,5 +144,6 @@ def test_the_ledger_and_the_sweeps_read_committed_results_without_loading_a_back
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
     monkeypatch.setattr(backbones, "load_backbone", lambda *a, **k: pytest.fail("loaded a backbone to read results"))
     ledger = claims_ledger("standard")
+    pd.testing.assert_frame_equal(ledger, committed_ledger)  # the suite's shared build (tests/conftest.py) is this
     # Paper 1's layer-wise and Paper 2's sweep rows included, and the book's own combinations
     assert set(ledger["paper"]) == set(PAPERS.values()) | {BOOK}

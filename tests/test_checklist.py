@@ -1,14 +1,14 @@
 """The claims checklist: every claim of the three papers has a verdict on the ledger or a stated reason."""
 
 from repro.crosspaper.checklist import checklist, match
-from repro.crosspaper.ledger import PAPERS, claims_ledger
+from repro.crosspaper.ledger import PAPERS
 from repro.crosspaper.statements import statements
 
 
-def test_every_checklist_claim_has_a_ledger_verdict_or_a_reason(monkeypatch):
+def test_every_checklist_claim_has_a_ledger_verdict_or_a_reason(monkeypatch, committed_ledger):
     monkeypatch.delenv("REPRO_RESULTS_DIR")  # the committed results
     table = checklist()
-    ledger = statements(claims_ledger("standard"))
+    ledger = statements(committed_ledger)
     matched = match(table, ledger, PAPERS)
     testable = matched[matched["reason"].isna()]
     assert (testable["ledger statements"] == 1).all(), testable[testable["ledger statements"] != 1]

@@ -956,25 +956,22 @@ def test_the_leaderboards_paper3_rows_read_only_current_runs(tmp_path, monkeypat
     assert checked > 50
 
 
-def test_the_intros_statements_link_no_page_of_superseded_runs(monkeypatch):
+def test_the_intros_statements_link_no_page_of_superseded_runs(committed_comparisons):
     """Current views read current runs only: on the committed store, every statement the intro shows comes from the
     ledger's current rows, and the pages it links are the pages of those rows, never a page of the book's appendix of
     superseded runs (its table of contents), nor a page whose rows of that statement are all superseded."""
     import yaml
 
     from repro.book.build import BOOK_DIR
-    from repro.crosspaper.ledger import adjusted, all_comparisons
+    from repro.crosspaper.ledger import current
     from repro.crosspaper.statements import statement_of, statements
-    from repro.store.paths import REPO_ROOT
 
-    monkeypatch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
-    monkeypatch.setenv("REPRO_COMPUTE", "refuse")
-    rows = all_comparisons("standard").assign(statement=lambda f: f["claim"].map(statement_of))
+    rows = committed_comparisons.assign(statement=lambda f: f["claim"].map(statement_of))
     assert (~rows["current"].astype(bool)).any()  # the store holds superseded runs: the check means something
     toc = yaml.safe_load((BOOK_DIR / "_toc.yml").read_text())
     appendix = {c["file"] for part in toc["parts"] if "superseded" in part["caption"] for c in part["chapters"]}
     assert appendix
-    shown = statements(adjusted(rows[rows["current"].astype(bool)].drop(columns="statement")))  # claims_ledger's rows
+    shown = statements(current(rows.drop(columns="statement")))  # claims_ledger's rows
     for statement, pages in zip(shown["statement"], shown["pages"]):
         linked = set(pages.split(", "))
         of = rows[rows["statement"] == statement]

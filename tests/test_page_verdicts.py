@@ -69,14 +69,12 @@ def _page_claims():
     yield 3, "p3_data_efficiency", data_efficiency_claims(curve, references=flat)
 
 
-def test_every_pages_verdict_for_a_comparison_is_the_ledgers(monkeypatch):
+def test_every_pages_verdict_for_a_comparison_is_the_ledgers(monkeypatch, committed_ledger):
     """Each page's verdict table, as the page shows it (:func:`on_ledger`), has every row on the ledger, and its
     verdict is the ledger row's, looked up here by page, claim and difference (the committed store)."""
-    from repro.crosspaper.ledger import claims_ledger
-
     monkeypatch.delenv("REPRO_RESULTS_DIR", raising=False)  # the committed results
     monkeypatch.setenv("REPRO_TRAINING", "refuse")
-    ledger = claims_ledger("standard")
+    ledger = committed_ledger
     seen = 0
     for paper, page, claims in _page_claims():
         shown = on_ledger(claims, paper, page, ledger=ledger)

@@ -64,10 +64,11 @@ def test_the_ledger_takes_other_parameters_only_for_the_pages_the_registry_lets_
         claims_ledger("standard", pages={"p3_data_efficiency": {"templates": "official"}})
 
 
-def test_on_the_committed_store_the_official_runs_answer_for_the_data_efficiency_statements(monkeypatch):
+def test_on_the_committed_store_the_official_runs_answer_for_the_data_efficiency_statements(monkeypatch,
+                                                                                         committed_ledger):
     monkeypatch.delenv("REPRO_RESULTS_DIR")  # the committed results
     monkeypatch.setenv("REPRO_TRAINING", "refuse")  # read only: a missing result fails, never trains
-    ledger = claims_ledger("standard")
+    ledger = committed_ledger
     table = ts.verdicts_under(ledger=ledger)
     if ts.pending():
         assert table.empty and ts.RERUN in ts.sentence(table)

@@ -27,7 +27,7 @@ from repro.verdicts.multiplicity import holm_within, with_adjusted_p
 
 # the ledger's public names: its own, and the schema's that the pages read from here
 __all__ = ["ABLATION", "COLUMNS", "HEADLINE", "NOT_QUOTED", "PAPERS", "adjusted", "all_comparisons", "claims_ledger",
-           "describe_scales", "from_claims", "paper_view", "scale_legend", "statement_of", "with_holm"]
+           "current", "describe_scales", "from_claims", "paper_view", "scale_legend", "statement_of", "with_holm"]
 
 
 def all_comparisons(profile: str = "standard", recompute: bool = False, pages: dict[str, dict] | None = None
@@ -75,7 +75,11 @@ def claims_ledger(profile: str = "standard", recompute: bool = False, pages: dic
     """The current comparisons of the three papers (superseded runs left out: :func:`history`), with raw and
     Benjamini-Hochberg adjusted p over the whole ledger as one family, and verdicts at the adjusted p (``pages``:
     the same ledger with other parameters for some of Paper 3's pages, :func:`paper3_rows`)."""
-    rows = all_comparisons(profile, recompute, pages)
+    return current(all_comparisons(profile, recompute, pages))
+
+
+def current(rows: pd.DataFrame) -> pd.DataFrame:
+    """The claims ledger of comparison rows (:func:`all_comparisons`): the current ones, adjusted as one family."""
     return adjusted(rows[rows["current"].astype(bool)]).reset_index(drop=True)
 
 

@@ -17,6 +17,7 @@ from IPython.display import HTML, display
 from repro.book.table_format import register as register_tables
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
 from repro.pages.parameters import NOTEBOOKS, PARAMETER_TYPES
+from repro.store.derived import enable_for_pages
 from repro.store.paths import offline
 from repro.verdicts.rule import CONTRADICTED, SUPPORTED, base_verdict, is_tested, statement_verdict
 
@@ -35,6 +36,7 @@ def check_page(namespace: dict, name: str) -> dict:
     ``recompute`` where the page has it. Returns the checked parameters ``{name: value}``."""
     if name not in NOTEBOOKS:
         raise ValueError(f"unknown page '{name}'; valid: {', '.join(NOTEBOOKS)}")
+    enable_for_pages()  # the ledger's rows, built once for every page that shows verdicts (repro.store.derived)
     names = list(NOTEBOOKS[name]["standard"]) + (["recompute"] if "recompute" in namespace else [])
     missing = [n for n in names if n not in namespace]
     if missing:

@@ -23,6 +23,7 @@ from repro.crosspaper.combinations import ledger_rows as combination_rows
 from repro.crosspaper.ledger_schema import ABLATION, COLUMNS, HEADLINE, NOT_QUOTED, PAPERS, from_claims, statement_of
 from repro.crosspaper.registry import page_overrides, papers
 from repro.pages.parameters import page_parameters
+from repro.store.derived import cached_frame
 from repro.verdicts.multiplicity import holm_within, with_adjusted_p
 
 # the ledger's public names: its own, and the schema's that the pages read from here
@@ -36,8 +37,15 @@ def all_comparisons(profile: str = "standard", recompute: bool = False, pages: d
     at the raw p, read from the stored results of the pages (``recompute``: the pages' results computed again;
     ``pages``: other parameters for the pages a registered paper lets the ledger change, its ``ledger_pages``)."""
     pages = page_overrides(pages, profile)
-    return pd.concat([paper.ledger_rows(profile, recompute, pages) for paper in papers()]
-                     + [combination_rows(combination_table())], ignore_index=True)
+
+    def build() -> pd.DataFrame:
+        return pd.concat([paper.ledger_rows(profile, recompute, pages) for paper in papers()]
+                         + [combination_rows(combination_table())], ignore_index=True)
+
+    if recompute:
+        return build()
+    # a page's kernel keeps the rows on disk, keyed by the store, the code and the data (repro.store.derived)
+    return cached_frame("ledger", {"profile": profile, "pages": pages}, build)
 
 
 def adjusted(rows: pd.DataFrame) -> pd.DataFrame:

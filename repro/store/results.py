@@ -16,7 +16,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
@@ -145,13 +146,35 @@ def save_result(experiment: str, params: dict, rows: pd.DataFrame, *, timings: d
 READ_LOG_ENV = "REPRO_READ_LOG"  # a file: every stored result read is appended as a line "experiment/key"
 
 
+_RECORDERS: list[list[str]] = []  # the reads recorded by each open recording_reads() of this process
+
+
 def _log_reads(experiment: str, paths) -> None:
     """Append the results read to the read log (``REPRO_READ_LOG``; the book's build sets one per page, so that a
     page's cost is the cost of the results it reads: :mod:`repro.book.page_costs`)."""
+    log_read_lines([f"{experiment}/{Path(p).stem}" for p in paths])
+
+
+def log_read_lines(lines: list[str]) -> None:
+    """Append reads ("experiment/key" lines) to the read log and to every open :func:`recording_reads` (a frame
+    built from the store and cached replays the reads of its build: :mod:`repro.store.derived`)."""
+    for recorder in _RECORDERS:
+        recorder.extend(lines)
     log = os.environ.get(READ_LOG_ENV)
-    if log and paths:
+    if log and lines:
         with open(log, "a", encoding="utf-8") as handle:
-            handle.writelines(f"{experiment}/{Path(p).stem}\n" for p in paths)
+            handle.writelines(f"{line}\n" for line in lines)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[str]]:
+    """A list that collects the reads of the stored results inside the block (they still go to the read log)."""
+    reads: list[str] = []
+    _RECORDERS.append(reads)
+    try:
+        yield reads
+    finally:
+        _RECORDERS[:] = [r for r in _RECORDERS if r is not reads]  # this one (an empty list equals any other)
 
 
 class CorruptResult(ValueError):

@@ -593,3 +593,33 @@ def test_the_chains_pair_autoregembed_with_its_own_compression_only_and_nothing_
     alignment = table.loc[f"{converged.AUTOREG} vs {converged.COMPRESSION}"]
     assert alignment["units"] == "3 paired runs" and alignment["verdict"].startswith("supported")
     assert table.loc[f"{converged.AUTOREG} vs {converged.BASELINE}", "units"] == "3 vs 3 runs"
+
+
+def test_the_gemma3_check_trains_one_stage1_per_template_and_reads_each_against_the_principled(monkeypatch):
+    """Whether SmolLM2's template gap is its chat token: one stage 1 per template on gemma3-270m under the
+    fair-chance runs' budget rule; until stored, the finding names what is missing and the command; once scored,
+    each other template is set against the principled one over the page's tasks, with no ledger verdict."""
+    import pandas as pd
+
+    from repro.autoregembed.experiments import backbone_templates as bt
+    from repro.autoregembed.experiments import independent
+    from repro.core.tasks import TASKS as ALL
+
+    configs = bt.configs()
+    assert configs["principled"] == independent.stage1_config(0, "gemma3-270m")  # the chains' rule and template
+    assert {c.backbone for c in configs.values()} == {"gemma3-270m"}
+    assert len({run_spec(c).name for c in configs.values()}) == 3  # three trainings
+    assert (configs["official"].template, configs["official"].bos, configs["book"].template) == ("official", "", "book")
+    assert len(bt.missing()) == 3 and bt.COMMAND in bt.finding()  # this test's empty store
+    tasks = converged.TASKS
+    scores = pd.DataFrame([{"template": bt.NAMES[form], "task": t, "category": ALL[t].category,
+                            "score": 50.0 + shift + (i % 3)} for form, shift in (("principled", 0.0), ("book", 2.0),
+                                                                                  ("official", -0.1))
+                           for i, t in enumerate(tasks)])
+    table = bt.comparison(scores).set_index(["template", "tasks"])
+    assert table.loc[(bt.NAMES["book"], "all"), "− principled"] == pytest.approx(2.0)
+    assert table.loc[(bt.NAMES["official"], "all"), "no difference?"] == "supported"  # -0.1 a task: within ±1
+    monkeypatch.setattr(bt, "missing", lambda *a, **k: [])
+    monkeypatch.setattr(bt, "scores", lambda *a, **k: scores)
+    text = bt.finding()
+    assert "+2.00" in text and "-0.10" in text and "no ledger verdict" in text

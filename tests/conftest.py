@@ -66,6 +66,9 @@ def _isolated_dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("REPRO_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("REPRO_STATES_DIR", str(tmp_path / "states"))
     monkeypatch.setenv("REPRO_RUNS_DIR", str(tmp_path / "runs"))
+    # no disk cache of derived frames in this process, and none left behind by a page's check_page called here: a
+    # test may patch what the ledger calls, which the cache's key cannot see (pages, in their own kernels, cache)
+    monkeypatch.delenv("REPRO_LEDGER_CACHE", raising=False)
     from repro.core import encode
 
     encode.forget_recent()
@@ -110,13 +113,17 @@ def _the_published_site_is_left_alone():
 @pytest.fixture(scope="session")
 def _committed_comparisons():
     """Every comparison row of the standard ledger on the committed store (current and superseded), built once per
-    worker: the ledger's build reads about 2,900 result files and takes 25-40 s, and several tests read the same
-    committed ledger without changing any code it runs. A test that patches what the ledger calls builds its own."""
+    worker, or read from the pages' disk cache (repro.store.derived; keyed by the store, the code and the data): the
+    ledger's build reads about 2,900 result files and takes 25-40 s, and several tests read the same committed
+    ledger without changing any code it runs. A test that patches what the ledger calls builds its own, and
+    tests/test_backbones.py checks a build of its own equals this."""
     from repro.crosspaper.ledger import all_comparisons
-    from repro.store.paths import REPO_ROOT
+    from repro.store import derived
+    from repro.store.paths import REPO_ROOT, cache_dir
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REPRO_RESULTS_DIR", str(REPO_ROOT / "results"))
+        patch.setenv(derived.ENV, str(cache_dir() / "derived"))  # as a page reads it: the other worker's build
         patch.setenv("REPRO_COMPUTE", "refuse")  # read only: a missing result fails, never computes or trains
         patch.setenv("REPRO_TRAINING", "refuse")
         return all_comparisons("standard")

@@ -161,13 +161,13 @@ def measure_autoreg(rows: list[list[dict]], repeats: int, fused: bool = False) -
             "backbone": model.backbone}
 
 
-def measure_stage1(rows: list[list[dict]], repeats: int, packed: bool) -> dict:
-    """Seconds of stage-1 training steps (forward, backward, AdamW) and of their no-gradient forward, on the same
-    batches, padded or packed."""
+def measure_stage1(rows: list[list[dict]], repeats: int, packed: bool, backbone: str) -> dict:
+    """Seconds of ``backbone``'s stage-1 training steps (forward, backward, AdamW) and of their no-gradient forward,
+    on the same batches, padded or packed."""
     from repro.autoregembed.experiments.independent import stage1_config
     from repro.autoregembed.train import compress_batch
 
-    config = stage1_config(0)
+    config = stage1_config(0, backbone)
     model = build_autoreg(config)
     texts = TextIds.of(model.backbone.tokenizer, config)
     optimizer = torch.optim.AdamW(trainable_parameters(model), lr=config.lr)
@@ -193,17 +193,18 @@ def measure_stage1(rows: list[list[dict]], repeats: int, packed: bool) -> dict:
             "texts": [r["context"] for chunk in rows for r in chunk]}
 
 
-def report_stage1(batches: int, repeats: int) -> None:
+def report_stage1(batches: int, repeats: int, backbone: str) -> None:
     from repro.autoregembed.data import read_stage1
 
     stage1 = read_stage1()[64:]
     rows = [[stage1[i] for i in batch_indices(len(stage1), 8, step, 0)] for step in range(batches)]
-    print(f"AutoRegEmbed stage 1 (full fine-tuning, batch 8, 160 tokens, k 5), {batches} steps, best of {repeats}:")
+    print(f"AutoRegEmbed stage 1 on {backbone} (full fine-tuning, batch 8, 160 tokens, k 5), {batches} steps, best "
+          f"of {repeats}:")
     print(f"  {'path':<48} {'step s':>7} {'fwd s':>6} {'step/fwd':>8} {'train tok/s':>11} {'computed/real':>13} "
           f"{'encoder-fwd-eq':>14}")
     encode_rate, earlier = None, None
     for label, packed in (("padded (earlier)", False), ("packed, lm_head on real targets only", True)):
-        m = measure_stage1(rows, repeats, packed)
+        m = measure_stage1(rows, repeats, packed, backbone)
         if encode_rate is None:
             encoded = encode_seconds(m["backbone"], m["texts"], 160, repeats)
             encode_rate = sum(min(len(m["backbone"].tokenizer(t).input_ids), 160) for t in m["texts"]) / encoded
@@ -277,7 +278,7 @@ def main(argv=None):
                   f"{equivalents:.2f} encoder-forward-equivalents = {equivalents / passes:.2f} per pass")
             del m
     if args.stage1:
-        report_stage1(args.batches, args.repeats)
+        report_stage1(args.batches, args.repeats, args.backbone)
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ def cached_frame(name: str, params: dict, build: Callable[[], pd.DataFrame]) -> 
         try:
             with open(path, "rb") as handle:
                 frame, reads = pickle.load(handle)
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError):
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError):
             path.unlink(missing_ok=True)  # unreadable: built again below
         else:
             log_read_lines(reads)

@@ -11,9 +11,8 @@ in ``$REPRO_LEDGER_CACHE`` (a folder; the pages set it to ``<cache>/derived``, :
 * the frame's own parameters (the profile, the pages' overrides).
 
 A build that stored new results on the way (a computed page) is not cached: the store it was keyed by is gone.
-Run folders (the weights on this machine) are not in the key: the ledger reads the store; the one guard that opens a
-run folder (a step-0 stage-2 run's final weights against its start, ``converged.check_start``) runs on a build, not
-on a hit. The
+Run folders (the weights on this machine) are not in the key: the ledger reads the store only (the guard that opens
+a run folder, ``converged.check_start``, runs where a page computes, before anything is stored). The
 results a build read are kept with the frame and written to the read log again on every use, so the cost of a page
 (:mod:`repro.book.page_costs`) is the same with and without the cache. Files are written atomically; a file that
 cannot be read is built again.

@@ -29,9 +29,10 @@ import pandas as pd
 from repro.autoregembed.config import CompressConfig
 from repro.autoregembed.experiments import converged, independent
 from repro.autoregembed.experiments.scores import SCORES_EXPERIMENT, evaluate_autoreg, score_identity
+from repro.autoregembed.experiments.template_check import against_over_tasks
 from repro.core.scoring import stored_per_task
 from repro.training.budget_curves import task_frame
-from repro.verdicts.rule import MARGIN, decide, tasks_test
+from repro.verdicts.rule import MARGIN
 
 BACKBONE = "gemma3-270m"
 SEED = 0
@@ -108,20 +109,11 @@ def stage1_table(backbone: str = BACKBONE, seed: int = SEED) -> pd.DataFrame:
 
 def comparison(frame: pd.DataFrame) -> pd.DataFrame:
     """Per other template and category (STS, retrieval, all tasks): that template minus the principled one, with
-    the paired tests over tasks (Wilcoxon for a difference, TOST against the declared margin for no difference)."""
+    the paired tests over tasks (:func:`~.template_check.against_over_tasks`, as the SmolLM2 check)."""
     wide = frame.pivot_table(index=["task", "category"], columns="template", values="score").reset_index()
     reference = NAMES[REFERENCE]
-    rows = []
-    for form in [f for f in FORMS if f != REFERENCE and NAMES[f] in wide and reference in wide]:
-        for category in ("STS", "Retrieval", None):
-            chosen = wide if category is None else wide[wide.category == category]
-            test = tasks_test(chosen[NAMES[form]], chosen[reference], MARGIN)
-            rows.append({"template": NAMES[form], "tasks": category or "all", "n": test["tasks"],
-                         "principled": chosen[reference].mean(), "this template": chosen[NAMES[form]].mean(),
-                         "− principled": test["difference"], "p (difference)": test["p (difference)"],
-                         "p (within ±1)": test.get("p within margin (equal)"),
-                         "no difference?": decide(test, "equal")})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([row for form in FORMS if form != REFERENCE and NAMES[form] in wide and reference in wide
+                         for row in against_over_tasks(wide, NAMES[form], reference, "principled")])
 
 
 def finding(backbone: str = BACKBONE, seed: int = SEED, suite: str = converged.FINAL_SUITE,

@@ -121,18 +121,26 @@ def template_comparison(scores: pd.DataFrame) -> pd.DataFrame:
         part = scores[scores.stage == stage]
         wide = part.pivot_table(index=["task", "category"], columns="template", values="score").reset_index()
         for name in [n for n in TEMPLATE_NAMES.values() if n != book_name]:
-            if book_name not in wide or name not in wide:
-                continue
-            for category in ("STS", "Retrieval", None):
-                chosen = wide if category is None else wide[wide.category == category]
-                test = tasks_test(chosen[name], chosen[book_name], MARGIN)
-                rows.append({"stage": stage, "template": name, "tasks": category or "all", "n": test["tasks"],
-                             "book": chosen[book_name].mean(), "this template": chosen[name].mean(),
-                             "− book": test["difference"], "wins": int((chosen[name] > chosen[book_name]).sum()),
-                             "p (difference)": test["p (difference)"],
-                             "p (within ±1)": test.get("p within margin (equal)"),
-                             "no difference?": decide(test, "equal")})
+            if book_name in wide and name in wide:
+                rows += [{"stage": stage, **row} for row in against_over_tasks(wide, name, book_name, "book")]
     return pd.DataFrame(rows)
+
+
+def against_over_tasks(wide: pd.DataFrame, name: str, reference: str, label: str) -> list[dict]:
+    """Template ``name`` against template ``reference`` (columns of ``wide``: one row per task, with its category),
+    per category (STS, retrieval, all tasks): the means (the reference's under ``label``), the difference
+    ("− label"), the tasks where ``name`` scores higher, and the paired tests over tasks (Wilcoxon for a difference,
+    TOST against the declared margin for "no difference")."""
+    rows = []
+    for category in ("STS", "Retrieval", None):
+        chosen = wide if category is None else wide[wide.category == category]
+        test = tasks_test(chosen[name], chosen[reference], MARGIN)
+        rows.append({"template": name, "tasks": category or "all", "n": test["tasks"],
+                     label: chosen[reference].mean(), "this template": chosen[name].mean(),
+                     f"− {label}": test["difference"], "wins": int((chosen[name] > chosen[reference]).sum()),
+                     "p (difference)": test["p (difference)"], "p (within ±1)": test.get("p within margin (equal)"),
+                     "no difference?": decide(test, "equal")})
+    return rows
 
 
 def official_runs(base: AlignConfig, suite: str = converged.FINAL_SUITE, tasks: Sequence[str] = converged.TASKS,

@@ -14,6 +14,43 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # the suite's workers (pytest -n 2) s
     os.environ["OMP_NUM_THREADS"] = "1"  # the pages' kernels and the CLI's subprocesses included
     torch.set_num_threads(1)
 
+# the suite's longest tests (pytest --durations), each started first on a worker: pytest-xdist's worksteal hands
+# each of the n workers a contiguous share of the collection (len(pending) // workers left), and moves queued tests
+# to an idle worker from the end of a queue; with the long tests dealt round-robin to the front of each share, the
+# workers end together on short tests instead of one running a 2-4 minute test alone at the end
+LONG_FIRST = (
+    "tests/test_book.py::test_smoke_book_builds_offline_with_figures_and_typeset_math",
+    "tests/test_book.py::test_two_lanes_split_a_pages_runs_and_the_page_completes",
+    "tests/test_p3_converged.py::test_the_page_reads_seeds_curves_and_verdicts",
+    "tests/test_embedder.py::test_embedders_on_smollm2_reproduce_committed_scores",
+    "tests/test_book.py::test_smoke_pages_compute_their_own_results_from_a_store_that_lacks_them",
+    "tests/test_embedfilter.py::test_sweep_scores_every_variant_from_one_encode_and_resumes",
+    "tests/test_jupyter.py::test_a_page_runs_in_the_projects_kernel_through_a_jupyter_server",
+    "tests/test_evaluate.py::test_harness_reproduces_published_minilm_scores_on_full_sts_sets",
+    "tests/test_encode.py::test_packed_states_equal_the_padded_on_a_real_backbone",
+    "tests/test_verdicts.py::test_the_tests_the_ledger_uses_are_calibrated_at_the_measured_spreads",
+    "tests/test_autoregembed.py::test_objective_cost_measures_both_objectives_in_fresh_processes",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """Each worker's share of the collection starts with its round-robin part of :data:`LONG_FIRST` (in that
+    order); the other tests keep their order. (Every worker collects, and computes the same order.)"""
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(LONG_FIRST) if item.nodeid.startswith(prefix)), len(LONG_FIRST))
+
+    long = sorted((item for item in items if rank(item) < len(LONG_FIRST)), key=rank)
+    rest = [item for item in items if rank(item) == len(LONG_FIRST)]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    ordered = []
+    for worker in range(workers):
+        share = (len(items) - len(ordered)) // (workers - worker)  # what worksteal sends this worker
+        own = long[worker::workers]
+        ordered += own + rest[:max(0, share - len(own))]
+        rest = rest[max(0, share - len(own)):]
+    items[:] = ordered + rest
+
+
 CORPUS = [
     "A man is playing a guitar.", "A woman slices a tomato.", "The cat sat on the mat.",
     "Rain is expected tomorrow in the north.", "Stock markets fell sharply on Monday.",

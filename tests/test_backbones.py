@@ -110,13 +110,63 @@ def test_packaged_smollm2_loads_from_the_cached_folder(smollm2):
 @pytest.mark.integration
 @pytest.mark.parametrize("name", list(PACKAGED))
 def test_a_packaged_backbones_declared_layers_and_width_are_its_gguf_files(name):
+    fields = gguf_scalars(packaged_gguf_path(PACKAGED[name]))
+    arch = fields["general.architecture"]
+    assert fields[f"{arch}.block_count"] == PACKAGED[name].layers
+    assert fields[f"{arch}.embedding_length"] == PACKAGED[name].hidden
+
+
+def test_the_header_reader_reads_what_the_gguf_library_reads(tmp_path):
     import gguf
 
-    reader = gguf.GGUFReader(packaged_gguf_path(PACKAGED[name]))
-    fields = {key: field.parts[field.data[0]] for key, field in reader.fields.items() if field.data}
-    arch = bytes(fields["general.architecture"]).decode()
-    assert int(fields[f"{arch}.block_count"][0]) == PACKAGED[name].layers
-    assert int(fields[f"{arch}.embedding_length"][0]) == PACKAGED[name].hidden
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(3)
+    writer.add_embedding_length(64)
+    writer.add_token_list(["a", "b", "c"])  # an array of strings, skipped
+    writer.add_float32("x.scale", 0.5)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    fields = gguf_scalars(path)
+    assert fields == {"general.architecture": "llama", "llama.block_count": 3, "llama.embedding_length": 64,
+                      "x.scale": 0.5}
+    reader = gguf.GGUFReader(path)
+    assert int(reader.fields["llama.block_count"].parts[-1][0]) == fields["llama.block_count"]
+
+
+def gguf_scalars(path) -> dict:
+    """A GGUF file's scalar metadata (strings and numbers; arrays skipped), read from its header as the format
+    specifies it (github.com/ggml-org/ggml, docs/gguf.md). ``gguf.GGUFReader`` builds every array element as a
+    numpy field first (a 262k-token vocabulary: 20-45 s); the declared-shape test needs three scalars."""
+    import struct
+
+    scalar = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+    fields = {}
+    with open(path, "rb") as f:
+        def read(fmt):
+            return struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
+
+        def string():
+            return f.read(read("<Q")).decode("utf-8", errors="replace")
+
+        def value(kind):
+            if kind == 8:
+                return string()
+            if kind == 9:  # an array: its element type and count, then the elements
+                item, count = read("<I"), read("<Q")
+                for _ in range(count):
+                    value(item)
+                return None
+            return read(scalar[kind])
+
+        assert f.read(4) == b"GGUF" and read("<I") >= 2, f"{path} is not a GGUF file of version 2 or later"
+        _, count = read("<Q"), read("<Q")  # tensors, then metadata entries
+        for _ in range(count):
+            key = string()
+            if (found := value(read("<I"))) is not None:
+                fields[key] = found
+    return fields
 
 
 def test_a_lazy_backbone_keys_results_without_loading_and_loads_once_on_use(monkeypatch):

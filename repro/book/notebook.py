@@ -14,6 +14,7 @@ import matplotlib as mpl
 import pandas as pd
 from IPython.display import HTML, display
 
+from repro.book import without_iri_grammars
 from repro.book.table_format import register as register_tables
 from repro.core.params import check_params, list_hint  # noqa: F401 (list_hint: importable from here)
 from repro.pages.parameters import NOTEBOOKS, PARAMETER_TYPES
@@ -61,10 +62,7 @@ def quiet() -> None:
         sys.modules["transformers"].logging.set_verbosity_error()
         sys.modules["transformers"].logging.disable_progress_bar()
     logging.getLogger("mteb").setLevel(logging.ERROR)
-    # myst-nb's glue imports nbformat, whose jsonschema compiles 38 lark grammars (3-4 s) for its optional IRI
-    # format checks when rfc3987_syntax is installed; a page's kernel validates no IRI, so it goes without them
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)
+    without_iri_grammars()  # myst-nb's glue imports nbformat: a page's kernel validates no IRI (repro.book)
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
     register_tables()  # every displayed DataFrame: no 0..N index, ✓ / ✗, rounded columns (repro.book.table_format)

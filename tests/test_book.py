@@ -577,3 +577,22 @@ def test_a_standard_build_stops_on_a_legend_over_data_and_checks_every_figure(tm
         build.execute("p2_spectrum", "standard", output_dir=tmp_path)
     build.execute("p2_spectrum", "standard", {"backbones": ["smollm2-135m"]}, output_dir=tmp_path)  # a rerun
     assert seen[0] == "1" and seen[1] != "1" and os.environ.get(CHECK_ENV) != "1"  # on only for the published page
+
+
+def test_a_pages_figures_get_matplotlibs_own_fonts_when_the_shared_font_cache_lacks_them(tmp_path):
+    """A font cache written by another matplotlib of the same version (it lists no bundled STIX or Computer Modern
+    font) is rebuilt by quiet(): the page's math text finds its fonts and prints no findfont line."""
+    env = os.environ | {"MPLCONFIGDIR": str(tmp_path)}
+    write = ("import os, matplotlib as mpl\nfrom matplotlib import font_manager as fm\n"
+             "own = os.path.join(mpl.get_data_path(), 'fonts')\nm = fm.FontManager()\n"
+             "m.ttflist = [f for f in m.ttflist if not f.fname.startswith(own)]\n"
+             "fm.json_dump(m, os.path.join(mpl.get_cachedir(), f'fontlist-v{m.__version__}.json'))")  # what it reads
+    subprocess.run([sys.executable, "-c", write], env=env, check=True, capture_output=True)
+    page = ("import logging, io\nlog = io.StringIO(); logging.basicConfig(stream=log, level=logging.WARNING)\n"
+            "from repro.book.notebook import quiet; quiet()\nimport matplotlib.pyplot as plt\n"
+            "fig, ax = plt.subplots(); ax.set_title(r'$\\rho_{\\mathrm{spearman}}$'); fig.savefig(io.BytesIO())\n"
+            "from matplotlib import font_manager as fm\n"
+            "print(sum('STIX' in f.name for f in fm.fontManager.ttflist), 'findfont' in log.getvalue())")
+    done = subprocess.run([sys.executable, "-c", page], env=env, check=True, capture_output=True, text=True)
+    stix, findfont = done.stdout.split()
+    assert int(stix) > 0 and findfont == "False", done.stdout

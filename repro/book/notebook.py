@@ -46,6 +46,19 @@ def check_page(namespace: dict, name: str) -> dict:
     return {n: namespace[n] for n in names}
 
 
+def with_bundled_fonts() -> None:
+    """matplotlib's font cache (``~/.cache/matplotlib``) is shared by every matplotlib of one version on the machine
+    and is never checked against the fonts on disk: written by another installation, it may lack this one's bundled
+    fonts (STIX, Computer Modern), and then math text falls back to DejaVu and every figure prints ``findfont``
+    lines onto the page. Rebuilt here when it lacks them (as matplotlib rebuilds it when a listed file is missing;
+    the rebuilt cache is written back, so once)."""
+    from matplotlib import font_manager
+
+    own = os.path.join(mpl.get_data_path(), "fonts")
+    if not any(font.fname.startswith(own) for font in font_manager.fontManager.ttflist):
+        vars(font_manager.fontManager).update(vars(font_manager._load_fontmanager(try_read_cache=False)))
+
+
 def quiet() -> None:
     """Keep rendered pages clean (no progress bars or library warnings in cell outputs) and work offline (the
     data are local files; a user who set ``HF_HUB_OFFLINE=0`` keeps the hub)."""
@@ -63,6 +76,7 @@ def quiet() -> None:
         sys.modules["transformers"].logging.disable_progress_bar()
     logging.getLogger("mteb").setLevel(logging.ERROR)
     without_iri_grammars()  # myst-nb's glue imports nbformat: a page's kernel validates no IRI (repro.book)
+    with_bundled_fonts()
     # figures drawn for the book's text column (book/_static/book.css scales them to its width): sharp, with
     # fonts that stay readable at that width
     register_tables()  # every displayed DataFrame: no 0..N index, ✓ / ✗, rounded columns (repro.book.table_format)

@@ -13,6 +13,7 @@ import warnings
 import matplotlib as mpl
 import pandas as pd
 from IPython.display import HTML, display
+from matplotlib import font_manager
 
 from repro.book import without_iri_grammars
 from repro.book.table_format import register as register_tables
@@ -52,8 +53,6 @@ def with_bundled_fonts() -> None:
     fonts (STIX, Computer Modern), and then math text falls back to DejaVu and every figure prints ``findfont``
     lines onto the page. Rebuilt here when it lacks them (as matplotlib rebuilds it when a listed file is missing;
     the rebuilt cache is written back, so once)."""
-    from matplotlib import font_manager
-
     own = os.path.join(mpl.get_data_path(), "fonts")
     if not any(font.fname.startswith(own) for font in font_manager.fontManager.ttflist):
         vars(font_manager.fontManager).update(vars(font_manager._load_fontmanager(try_read_cache=False)))

@@ -53,8 +53,8 @@ def with_bundled_fonts() -> None:
     fonts (STIX, Computer Modern), and then math text falls back to DejaVu and every figure prints ``findfont``
     lines onto the page. Rebuilt here when it lacks them (as matplotlib rebuilds it when a listed file is missing;
     the rebuilt cache is written back, so once)."""
-    own = os.path.join(mpl.get_data_path(), "fonts")
-    if not any(font.fname.startswith(own) for font in font_manager.fontManager.ttflist):
+    listed = {os.path.basename(font.fname) for font in font_manager.fontManager.ttflist}  # by name: a venv's path
+    if not {"STIXGeneral.ttf", "cmr10.ttf"} <= listed:  # may be spelled through a symlink; math text's fonts
         vars(font_manager.fontManager).update(vars(font_manager._load_fontmanager(try_read_cache=False)))
 
 

@@ -296,8 +296,8 @@ def glued(page: str) -> dict[str, str]:
 
 
 def stale_text(dom: str) -> list[str]:
-    """What a rendered page must not show: a ``repro.`` name that does not import, a local path, a warning, or
-    "pending" while no page is pending."""
+    """What a rendered page must not show: a ``repro.`` name that does not import, a local path, a warning, a
+    matplotlib font lookup's log line, or "pending" while no page is pending."""
     import importlib
     import re
 
@@ -318,6 +318,7 @@ def stale_text(dom: str) -> list[str]:
             break
     found += [f"local path {m}" for m in re.findall(r"(?:/work/|/root/|/home/|/tmp/)\S+", text)]
     found += [f"warning {m}" for m in re.findall(r"\b\w*Warning\b", text)]
+    found += [f"log line {m}" for m in re.findall(r"findfont: [^.]*", text)]  # a figure without its fonts
     if not build.PENDING and re.search(r"\bpending\b", text, re.IGNORECASE):
         found.append("'pending' with no page pending")
     return found

@@ -27,6 +27,7 @@ from repro.autoregembed.objectives import alignment_loss_from_scores, alignment_
 from repro.autoregembed.train import load_encoder, train_alignment, train_compression
 from repro.store.fingerprint import weights_digest
 from repro.store.runs import ensure_trained, train_or_load
+from repro.training import loop
 
 
 def _compress(tiny_dir, **kw):
@@ -155,7 +156,13 @@ def test_bad_settings_are_refused(tiny_dir):
 
 def test_two_stages_train_save_reload_and_resume(tiny_dir, tmp_path, monkeypatch):
     compress = _compress(tiny_dir)
-    first = train_compression(compress, tmp_path / "c", progress=False)
+    saved = []
+    with monkeypatch.context() as patch:
+        patch.setattr(loop, "save_checkpoint", lambda *a, **k: saved.append(a[-1]["step"]))
+        first = train_compression(compress, tmp_path / "c", progress=False)
+    # resume checkpoints every 2 of the 3 steps, none at the end (_finish would delete it unread: for a fully
+    # fine-tuned 135M encoder, 1.6 GB); the readable record of the run's end is written
+    assert saved == [2] and json.loads((tmp_path / "c" / "train_state.json").read_text())["step"] == 3
     assert first["examples_seen"] == 12 and first["history"][0]["validation_loss"] > 0
     assert not (tmp_path / "c" / "checkpoint").exists()  # a finished run keeps its weights, not its optimizer state
     # the gradient norm is clipped at max_grad_norm (logged before clipping) and, unclipped, is not logged

@@ -120,7 +120,7 @@ def train_compression(config: CompressConfig, output: str | Path, progress: bool
         return record
 
     run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed compression",
-                       progress)
+                       progress, checkpoint_at_end=False)  # (_finish deletes a finished run's checkpoint)
     return _finish(accelerator, model, config, output, run)
 
 
@@ -206,7 +206,8 @@ def train_alignment(config: AlignConfig, output: str | Path, compressed: str | P
         return {"validation_sts": validation_sts(inference_embed(core, texts, config), config.validation_sts_pairs,
                                                  config.seed)}
 
-    run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed alignment", progress)
+    run = run_training(accelerator, model, config, output, step_loss, evaluate, "AutoRegEmbed alignment", progress,
+                       checkpoint_at_end=False)  # (_finish deletes a finished run's checkpoint)
     return _finish(accelerator, model, config, output, run | {"initial_digest": initial_digest})
 
 

@@ -115,11 +115,13 @@ def make_accelerator():
 
 
 def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Path, step_loss, evaluate, desc: str,
-                 progress: bool = True, dump_grads: str | Path | None = None) -> dict:
+                 progress: bool = True, dump_grads: str | Path | None = None, checkpoint_at_end: bool = True) -> dict:
     """The one training loop (contrastive models and AutoRegEmbed's stages): AdamW on the trainable
     parameters, warm-up + ``config.schedule`` (linear unless set) learning rate, global gradient-norm clipping
     if the config has a ``max_grad_norm`` (logged as ``grad_norm``), checkpoints every
-    ``config.checkpoint_every`` steps, resume from the last checkpoint, validation every ``config.eval_every``.
+    ``config.checkpoint_every`` steps and at the end (unless ``checkpoint_at_end`` is off: a caller that deletes a
+    finished run's checkpoint unread), resume from the last checkpoint (a finished run resumes as finished),
+    validation every ``config.eval_every``.
 
     ``step_loss(model, step, rank, world) -> (loss, tokens, examples)`` computes this process's share of the
     global batch of ``step`` (a deterministic function of the step, so a resumed run sees the same data); with a
@@ -166,10 +168,11 @@ def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Pa
         if by_dev and accelerator.is_main_process:
             prune_snapshots(output, budget.snapshots_to_keep(history, config.eval_every, config.steps, signal))
 
-    def save(step: int) -> None:
+    def save(step: int, resumable: bool = True) -> None:
         accelerator.wait_for_everyone()
         meta = {"config": config_identity(config), "step": step, "history": history, "stopped": stopped, **counters}
-        save_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, meta)
+        if resumable:
+            save_checkpoint(checkpoint, core, optimizer, scheduler, accelerator.process_index, meta)
         if accelerator.is_main_process:
             write_json(_state_file(output), meta)  # a readable copy; resuming reads the checkpoint itself
         accelerator.wait_for_everyone()
@@ -215,7 +218,12 @@ def run_training(accelerator, model: nn.Module, config: LoopSettings, output: Pa
             if by_dev:
                 stopped = bool(broadcast_object_list([should_stop(history, config.steps, signal)
                                                       if accelerator.is_main_process else None])[0])
-        if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps or stopped:
+        if step + 1 == config.steps or stopped:
+            # without checkpoint_at_end, the record of the end but no resume checkpoint (for a fully fine-tuned 135M
+            # encoder 1.6 GB its caller would delete unread); killed before its weights are saved, the run resumes
+            # from its last periodic checkpoint and retrains the same steps
+            save(step + 1, resumable=checkpoint_at_end)
+        elif (step + 1) % config.checkpoint_every == 0:
             save(step + 1)
         if stopped:
             accelerator.print(f"{output}: dev signal flat over the last {budget.WINDOW:.0%} of the cap; "
